@@ -1,0 +1,283 @@
+// Package align turns the events about a pod into its timeline: milestones, durations, counts and
+// the ordered event list, by the milestone table of ARCHITECTURE.md. It is pure: events in,
+// timeline out, no I/O and no clock.
+//
+// The work is split in two so that Postgres can do the same incrementally:
+//   - FactsOf reads one event and says what it contributes to its pod (Facts). Facts merge
+//     commutatively, associatively and idempotently per distinct event (earliest time, largest
+//     count, sum of per-event increments), so any order and any batching give the same result.
+//   - Derive turns merged Facts into a Timeline (precision rules, fallbacks, durations).
+//
+// The store keeps Facts in the pods table (merged with LEAST/GREATEST/+ in SQL) and derives the
+// timeline in the pod_timeline view; a test feeds the same events to both and compares.
+package align
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// End causes, in rising precedence: when several are seen the strongest names the end
+// (a preempted pod is also deleted, an evicted one also fails).
+const (
+	EndDeletedUnobserved = "deleted_unobserved"
+	EndDeleted           = "deleted"
+	EndSucceeded         = "succeeded"
+	EndFailed            = "failed"
+	EndEvicted           = "evicted"
+	EndPreempted         = "preempted"
+)
+
+// EndReasons lists the end causes by rank (index = rank); rank 0 means no end.
+var EndReasons = []string{"", EndDeletedUnobserved, EndDeleted, EndSucceeded, EndFailed, EndEvicted, EndPreempted}
+
+func endRank(reason string) int {
+	for i, r := range EndReasons {
+		if r == reason {
+			return i
+		}
+	}
+	return 0
+}
+
+// Facts is what a set of events says about one pod. Zero values mean "not seen".
+type Facts struct {
+	UID, Namespace, Name, Cluster string
+	Experiment                    events.ExperimentRef
+
+	FirstSeen, LastSeen time.Time
+
+	Created            time.Time // creation_timestamp, to the second
+	FirstUnschedulable time.Time // earliest FailedScheduling
+	ScheduledEvent     time.Time // the scheduler's Scheduled event, µs
+	ScheduledEventNode string    // node named by that event's note
+	ScheduledCond      time.Time // PodScheduled=True transition, to the second
+	StatusNode         string    // spec.nodeName from a snapshot
+	RunningStarted     time.Time // earliest container started_at while Running, to the second
+	RunningObserved    time.Time // earliest observation of phase Running, µs
+	ReadyCond          time.Time // earliest Ready=True transition, to the second
+	ReadyObserved      time.Time // earliest observation of Ready=True, µs
+	FirstSuccess       time.Time // earliest ok request served by the pod
+
+	EndedAt     time.Time
+	EndRank     int    // index into EndReasons; the highest seen wins
+	PreemptedBy string // preemptor UID from the Preempted note
+
+	Restarts      int // largest sum of container restart counts in one snapshot
+	Requests      int // requests served (one per distinct request event)
+	RequestErrors int
+
+	// Series holds event series seen in this set, keyed by series; see Series.
+	Series map[SeriesKey]int
+}
+
+// SeriesKey names one Kubernetes event series about a pod. Each increase of its count is one
+// more occurrence, so occurrences = the largest count seen, whatever arrived in between.
+type SeriesKey struct {
+	Reason string
+	Key    string // the Event's UID, or the envelope id when the event carries none
+}
+
+var (
+	scheduledNote = regexp.MustCompile(`^Successfully assigned \S+ to (\S+)$`)
+	preemptedNote = regexp.MustCompile(`^Preempted by pod ([0-9a-fA-F-]{36}) on node (\S+)`)
+)
+
+// FactsOf returns what one envelope contributes to its pod's timeline, and false when it is not
+// about a pod. Only the envelope's own fields are read: no other event is needed.
+func FactsOf(env *events.Envelope, keys events.LabelKeys) (Facts, bool) {
+	if env.Pod == nil || env.Pod.UID == "" {
+		return Facts{}, false
+	}
+	f := Facts{
+		UID:        env.Pod.UID,
+		Namespace:  env.Pod.Namespace,
+		Name:       env.Pod.Name,
+		Cluster:    env.Cluster,
+		Experiment: env.ExperimentOf(keys),
+		FirstSeen:  env.OccurredAt,
+		LastSeen:   env.OccurredAt,
+	}
+	switch p := env.Payload.(type) {
+	case *events.K8sEvent:
+		f.addK8sEvent(env, p)
+	case *events.PodStatus:
+		f.addPodStatus(env, p)
+	case *events.Request:
+		f.Requests = 1
+		if p.OK {
+			f.FirstSuccess = env.OccurredAt
+		} else {
+			f.RequestErrors = 1
+		}
+	}
+	return f, true
+}
+
+func (f *Facts) addK8sEvent(env *events.Envelope, e *events.K8sEvent) {
+	at := env.OccurredAt
+	switch e.Reason {
+	case events.ReasonFailedScheduling:
+		f.FirstUnschedulable = at
+		key := e.EventUID
+		if key == "" {
+			key = env.ID
+		}
+		f.Series = map[SeriesKey]int{{Reason: e.Reason, Key: key}: max(e.Count, 1)}
+	case events.ReasonScheduled:
+		f.ScheduledEvent = at
+		if m := scheduledNote.FindStringSubmatch(strings.TrimSpace(e.Note)); m != nil {
+			f.ScheduledEventNode = m[1]
+		} else {
+			f.ScheduledEventNode = env.Node
+		}
+	case events.ReasonPreempted:
+		f.EndedAt, f.EndRank = at, endRank(EndPreempted)
+		if m := preemptedNote.FindStringSubmatch(e.Note); m != nil {
+			f.PreemptedBy = strings.ToLower(m[1])
+		}
+	case events.ReasonEvicted:
+		f.EndedAt, f.EndRank = at, endRank(EndEvicted)
+	}
+}
+
+func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
+	at := env.OccurredAt
+	if p.CreationTimestamp != nil {
+		f.Created = us(*p.CreationTimestamp)
+	}
+	f.StatusNode = p.NodeName
+	if c := p.Condition("PodScheduled"); c != nil && c.Status == "True" && c.LastTransitionTime != nil {
+		f.ScheduledCond = us(*c.LastTransitionTime)
+	}
+	if p.Phase == events.PhaseRunning {
+		f.RunningObserved = at
+		for _, c := range p.Containers {
+			if c.StartedAt != nil {
+				f.RunningStarted = minTime(f.RunningStarted, us(*c.StartedAt))
+			}
+		}
+	}
+	if c := p.Condition("Ready"); c != nil && c.Status == "True" {
+		f.ReadyObserved = at
+		if c.LastTransitionTime != nil {
+			f.ReadyCond = us(*c.LastTransitionTime)
+		}
+	}
+	for _, c := range p.Containers {
+		f.Restarts += c.RestartCount
+	}
+	// DisruptionTarget says why a pod is about to go; it names the end but does not end it.
+	if c := p.Condition("DisruptionTarget"); c != nil && c.Status == "True" {
+		switch c.Reason {
+		case "PreemptionByScheduler":
+			f.EndRank = endRank(EndPreempted)
+		case "EvictionByEvictionAPI", "DeletionByTaintManager", "TerminationByKubelet":
+			f.EndRank = endRank(EndEvicted)
+		}
+	}
+	switch {
+	case p.Phase == events.PhaseFailed:
+		f.EndedAt, f.EndRank = at, max(f.EndRank, endRank(EndFailed))
+	case p.Phase == events.PhaseSucceeded:
+		f.EndedAt, f.EndRank = at, max(f.EndRank, endRank(EndSucceeded))
+	}
+	if p.Deleted {
+		f.EndedAt, f.EndRank = at, max(f.EndRank, endRank(EndDeleted))
+	}
+}
+
+// Merge folds o into f. It is commutative and associative, so facts can be merged in any order
+// and grouping: Postgres applies the same rules column by column.
+func (f *Facts) Merge(o Facts) {
+	if f.UID == "" {
+		f.UID = o.UID
+	}
+	f.Namespace = minString(f.Namespace, o.Namespace)
+	f.Name = minString(f.Name, o.Name)
+	f.Cluster = minString(f.Cluster, o.Cluster)
+	f.Experiment.Name = minString(f.Experiment.Name, o.Experiment.Name)
+	f.Experiment.Arm = minString(f.Experiment.Arm, o.Experiment.Arm)
+	f.Experiment.Run = minString(f.Experiment.Run, o.Experiment.Run)
+	f.FirstSeen = minTime(f.FirstSeen, o.FirstSeen)
+	f.LastSeen = maxTime(f.LastSeen, o.LastSeen)
+	f.Created = minTime(f.Created, o.Created)
+	f.FirstUnschedulable = minTime(f.FirstUnschedulable, o.FirstUnschedulable)
+	if earlierNode(o.ScheduledEvent, o.ScheduledEventNode, f.ScheduledEvent, f.ScheduledEventNode) {
+		f.ScheduledEvent, f.ScheduledEventNode = o.ScheduledEvent, o.ScheduledEventNode
+	}
+	f.ScheduledCond = minTime(f.ScheduledCond, o.ScheduledCond)
+	f.StatusNode = minString(f.StatusNode, o.StatusNode)
+	f.RunningStarted = minTime(f.RunningStarted, o.RunningStarted)
+	f.RunningObserved = minTime(f.RunningObserved, o.RunningObserved)
+	f.ReadyCond = minTime(f.ReadyCond, o.ReadyCond)
+	f.ReadyObserved = minTime(f.ReadyObserved, o.ReadyObserved)
+	f.FirstSuccess = minTime(f.FirstSuccess, o.FirstSuccess)
+	f.EndedAt = minTime(f.EndedAt, o.EndedAt)
+	f.EndRank = max(f.EndRank, o.EndRank)
+	f.PreemptedBy = minString(f.PreemptedBy, o.PreemptedBy)
+	f.Restarts = max(f.Restarts, o.Restarts)
+	f.Requests += o.Requests
+	f.RequestErrors += o.RequestErrors
+	for k, n := range o.Series {
+		if f.Series == nil {
+			f.Series = map[SeriesKey]int{}
+		}
+		f.Series[k] = max(f.Series[k], n)
+	}
+}
+
+// Occurrences returns how often events of the given reason happened: the sum, over series,
+// of each series' largest count.
+func (f *Facts) Occurrences(reason string) int {
+	n := 0
+	for k, c := range f.Series {
+		if k.Reason == reason {
+			n += c
+		}
+	}
+	return n
+}
+
+// earlierNode orders (time, node) pairs with unset times last, so the node of the earliest
+// Scheduled event wins and equal times are broken by node name.
+func earlierNode(t time.Time, node string, than time.Time, thanNode string) bool {
+	switch {
+	case t.IsZero():
+		return false
+	case than.IsZero():
+		return true
+	case !t.Equal(than):
+		return t.Before(than)
+	default:
+		return node < thanNode
+	}
+}
+
+// minString returns the smaller non-empty string: an order-free choice where sources disagree.
+func minString(a, b string) string {
+	if a == "" || (b != "" && b < a) {
+		return b
+	}
+	return a
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.After(a) {
+		return b
+	}
+	return a
+}
+
+// us truncates a time to the microsecond (the precision Postgres keeps) in UTC.
+func us(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }

@@ -1,0 +1,252 @@
+package align
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Timeline is one pod's life as the API serves it: its summary and its events in time order.
+type Timeline struct {
+	Summary
+	Events []Event `json:"events"`
+}
+
+// Summary is a pod's identity, milestones, durations and counts. Times are UTC with sub-seconds
+// kept, nil when the pod never reached the milestone; durations are seconds, nil when either end
+// is missing.
+type Summary struct {
+	Pod         PodInfo        `json:"pod"`
+	Experiment  ExperimentInfo `json:"experiment"`
+	Milestones  Milestones     `json:"milestones"`
+	EndedReason *string        `json:"ended_reason"`
+	PreemptedBy *string        `json:"preempted_by"`
+	Durations   Durations      `json:"durations"`
+	Counts      Counts         `json:"counts"`
+	// ObservedUntil is when observation of the pod ends: its end, else the last event about it.
+	// Milestones not reached by then are listed in Censored (the pod is kept, not dropped).
+	ObservedUntil *time.Time `json:"observed_until"`
+	Censored      []string   `json:"censored"`
+}
+
+// PodInfo identifies the pod and where it ran.
+type PodInfo struct {
+	Namespace string  `json:"namespace"`
+	Name      string  `json:"name"`
+	UID       string  `json:"uid"`
+	Node      *string `json:"node"`
+}
+
+// ExperimentInfo attributes a pod to an experiment arm and run; nil where unknown.
+type ExperimentInfo struct {
+	Name *string `json:"name"`
+	Arm  *string `json:"arm"`
+	Run  *string `json:"run"`
+}
+
+// NewExperimentInfo converts an ExperimentRef, mapping empty fields to nil.
+func NewExperimentInfo(e events.ExperimentRef) ExperimentInfo {
+	return ExperimentInfo{Name: strPtr(e.Name), Arm: strPtr(e.Arm), Run: strPtr(e.Run)}
+}
+
+// Milestones of a pod's life, in order.
+type Milestones struct {
+	Created            *time.Time `json:"created"`
+	FirstUnschedulable *time.Time `json:"first_unschedulable"`
+	Scheduled          *time.Time `json:"scheduled"`
+	Running            *time.Time `json:"running"`
+	Ready              *time.Time `json:"ready"`
+	FirstSuccess       *time.Time `json:"first_success"`
+	Ended              *time.Time `json:"ended"`
+}
+
+// Durations between milestones, in seconds.
+type Durations struct {
+	Pending             *float64 `json:"pending"`
+	Start               *float64 `json:"start"`
+	ModelLoad           *float64 `json:"model_load"`
+	ReadyToFirstSuccess *float64 `json:"ready_to_first_success"`
+	Total               *float64 `json:"total"`
+}
+
+// Counts of distinct occurrences.
+type Counts struct {
+	FailedScheduling int `json:"failed_scheduling"`
+	Restarts         int `json:"restarts"`
+	Requests         int `json:"requests"`
+	RequestErrors    int `json:"request_errors"`
+}
+
+// Event is one entry of a timeline's event list.
+type Event struct {
+	ID         string          `json:"id"`
+	Kind       events.Kind     `json:"kind"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	Source     string          `json:"source"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Listed reports whether events of kind appear in a timeline's event list. Requests and GPU
+// samples are summarised in counts instead: a pod serves thousands of them.
+func Listed(kind events.Kind) bool {
+	return kind != events.KindRequest && kind != events.KindGPUSample
+}
+
+// Build computes a pod's timeline from all events about it, in any order, duplicates allowed.
+// Events about other pods are ignored. ok is false when no event is about uid.
+func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timeline, ok bool) {
+	var f Facts
+	seen := map[string]bool{}
+	var list []Event
+	for _, env := range envs {
+		if env.PodUID() != uid || seen[env.ID] {
+			continue
+		}
+		seen[env.ID] = true
+		ef, _ := FactsOf(env, keys)
+		f.Merge(ef)
+		if Listed(env.Kind) {
+			list = append(list, Event{ID: env.ID, Kind: env.Kind, OccurredAt: env.OccurredAt, Source: env.Source, Data: env.Data})
+		}
+	}
+	if len(seen) == 0 {
+		return Timeline{}, false
+	}
+	SortEvents(list)
+	return Timeline{Summary: Derive(f), Events: list}, true
+}
+
+// SortEvents orders an event list by time, then id, so equal times list the same way everywhere.
+func SortEvents(list []Event) {
+	slices.SortFunc(list, func(a, b Event) int {
+		if c := a.OccurredAt.Compare(b.OccurredAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// Derive turns merged facts into milestones, durations and counts.
+//
+// Precision: Kubernetes keeps condition transitions, container start times and creation
+// timestamps to the second, while events and observations carry microseconds. A second-precision
+// time t means "somewhere in [t, t+1s)". When the milestone before it (µs) falls inside that
+// second, the milestone is placed at that earlier milestone — the earliest instant consistent with
+// both — so durations never turn negative from truncation and no precision is invented. A
+// milestone also never lies after the moment it was first observed. Larger disagreements (clock
+// skew) are reported as they are.
+func Derive(f Facts) Summary {
+	tl := Summary{
+		Pod:         PodInfo{Namespace: f.Namespace, Name: f.Name, UID: f.UID},
+		Experiment:  NewExperimentInfo(f.Experiment),
+		PreemptedBy: strPtr(f.PreemptedBy),
+		Counts: Counts{
+			FailedScheduling: f.Occurrences(events.ReasonFailedScheduling),
+			Restarts:         f.Restarts,
+			Requests:         f.Requests,
+			RequestErrors:    f.RequestErrors,
+		},
+	}
+	created := f.Created
+	scheduled := f.ScheduledEvent
+	if scheduled.IsZero() {
+		scheduled = clampUp(f.ScheduledCond, created)
+	}
+	running := coarseOrObserved(f.RunningStarted, f.RunningObserved, maxTime(created, scheduled))
+	ready := coarseOrObserved(f.ReadyCond, f.ReadyObserved, maxTime(maxTime(created, scheduled), running))
+
+	node := f.ScheduledEventNode
+	if node == "" {
+		node = f.StatusNode
+	}
+	tl.Pod.Node = strPtr(node)
+
+	m := &tl.Milestones
+	m.Created = timePtr(created)
+	m.FirstUnschedulable = timePtr(f.FirstUnschedulable)
+	m.Scheduled = timePtr(scheduled)
+	m.Running = timePtr(running)
+	m.Ready = timePtr(ready)
+	m.FirstSuccess = timePtr(f.FirstSuccess)
+	if !f.EndedAt.IsZero() {
+		m.Ended = timePtr(f.EndedAt)
+		tl.EndedReason = strPtr(EndReasons[f.EndRank])
+	}
+
+	tl.Durations = DurationsOf(tl.Milestones)
+
+	until := f.EndedAt
+	if until.IsZero() {
+		until = f.LastSeen
+	}
+	tl.ObservedUntil = timePtr(until)
+	tl.Censored = Censored(tl.Milestones)
+	return tl
+}
+
+// Censored lists the milestones a pod had not reached when its observation ended.
+func Censored(m Milestones) []string {
+	out := []string{}
+	for _, c := range []struct {
+		name string
+		at   *time.Time
+	}{{"scheduled", m.Scheduled}, {"running", m.Running}, {"ready", m.Ready}, {"first_success", m.FirstSuccess}} {
+		if c.at == nil {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// coarseOrObserved combines a second-precision time with the µs observation that bounds it from
+// above, placing it no earlier than prev when prev falls inside its second.
+func coarseOrObserved(coarse, observed, prev time.Time) time.Time {
+	if coarse.IsZero() {
+		return observed
+	}
+	return minTime(clampUp(coarse, prev), observed)
+}
+
+// clampUp moves a second-precision time t up to prev when prev lies within t's second.
+func clampUp(t, prev time.Time) time.Time {
+	if !t.IsZero() && !prev.IsZero() && t.Before(prev) && prev.Before(t.Add(time.Second)) {
+		return prev
+	}
+	return t
+}
+
+// DurationsOf computes the durations between milestones.
+func DurationsOf(m Milestones) Durations {
+	return Durations{
+		Pending:             seconds(m.Created, m.Scheduled),
+		Start:               seconds(m.Scheduled, m.Running),
+		ModelLoad:           seconds(m.Running, m.Ready),
+		ReadyToFirstSuccess: seconds(m.Ready, m.FirstSuccess),
+		Total:               seconds(m.Created, m.FirstSuccess),
+	}
+}
+
+func seconds(from, to *time.Time) *float64 {
+	if from == nil || to == nil {
+		return nil
+	}
+	s := to.Sub(*from).Seconds()
+	return &s
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,163 @@
+// Package api serves the read-only HTTP API over the store: pod timelines, pod lists and
+// statistics as JSON, errors as application/problem+json (RFC 9457).
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// Page size bounds of GET /v1/pods.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// Server holds the API's dependencies.
+type Server struct {
+	db      *store.DB
+	logger  *slog.Logger
+	latency *prometheus.HistogramVec
+}
+
+// New returns the API's handler. Its metrics are registered on reg and served from g.
+func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometheus.Gatherer) (http.Handler, error) {
+	s := &Server{db: db, logger: logger,
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "schedlens_api_request_duration_seconds",
+			Help:    "API request latency by route and status code.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "code"}),
+	}
+	if err := reg.Register(s.latency); err != nil {
+		return nil, err
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer, s.instrument)
+	ops.Register(r, g, s.ready)
+	r.Get("/v1/pods", s.listPods)
+	r.Get("/v1/pods/{uid}/timeline", s.timeline)
+	r.Get("/v1/stats", s.stats)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem(w, http.StatusMethodNotAllowed, "Method Not Allowed", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	return r, nil
+}
+
+func (s *Server) ready(ctx context.Context) error {
+	if err := s.db.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	current, err := s.db.SchemaCurrent(ctx)
+	if err != nil {
+		return err
+	}
+	if !current {
+		return errors.New("database schema is behind: run `correlator migrate`")
+	}
+	return nil
+}
+
+func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
+	uid := chi.URLParam(r, "uid")
+	if !events.ValidUID(uid) {
+		problem(w, http.StatusBadRequest, "Malformed pod UID", fmt.Sprintf("%q is not a Kubernetes UID (8-4-4-4-12 hex digits)", uid))
+		return
+	}
+	tl, err := s.db.Timeline(r.Context(), uid)
+	if errors.Is(err, store.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Unknown pod", fmt.Sprintf("no events about pod %s", uid))
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, tl)
+}
+
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be an integer from 1 to %d, got %q", MaxLimit, v))
+			return
+		}
+		limit = n
+	}
+	f := store.PodFilter{Experiment: q.Get("experiment"), Arm: q.Get("arm"), Run: q.Get("run"), Namespace: q.Get("namespace"), Node: q.Get("node")}
+	page, err := s.db.ListPods(r.Context(), f, limit, q.Get("cursor"))
+	if errors.Is(err, store.ErrBadCursor) {
+		problem(w, http.StatusBadRequest, "Bad cursor", "cursor must be a next_cursor value returned by this endpoint")
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeJSON(w, map[string]any{"pods": page.Pods, "next_cursor": next})
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.db.Stats(r.Context())
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, st)
+}
+
+// internal logs an unexpected error and answers 500 without leaking its text.
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	problem(w, http.StatusInternalServerError, "Internal Server Error", "the request failed; see the server log")
+}
+
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		s.latency.WithLabelValues(route, strconv.Itoa(ww.Status())).Observe(time.Since(start).Seconds())
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+// problem writes an RFC 9457 problem document.
+func problem(w http.ResponseWriter, status int, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+}

@@ -1,0 +1,127 @@
+// Package config defines command-line flags whose defaults come from SCHEDLENS_* environment
+// variables, so every setting can be given either way and -h documents both.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Common environment variables shared by the binaries.
+const (
+	EnvNATSURL     = "SCHEDLENS_NATS_URL"
+	EnvDatabaseURL = "SCHEDLENS_DATABASE_URL"
+	EnvHTTPAddr    = "SCHEDLENS_HTTP_ADDR"
+	EnvMetricsAddr = "SCHEDLENS_METRICS_ADDR"
+	EnvCluster     = "SCHEDLENS_CLUSTER"
+	EnvLogFormat   = "SCHEDLENS_LOG_FORMAT"
+	EnvLogLevel    = "SCHEDLENS_LOG_LEVEL"
+)
+
+// Defaults for a local machine (Postgres and NATS on loopback).
+const (
+	DefaultNATSURL     = "nats://127.0.0.1:4222"
+	DefaultDatabaseURL = "postgres://root@127.0.0.1:5432/schedlens?sslmode=disable"
+)
+
+// FlagSet is a flag.FlagSet whose flags may default from the environment.
+type FlagSet struct {
+	*flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+// New returns a FlagSet that reports errors instead of exiting and prints usage to out.
+func New(name string, getenv func(string) string, out io.Writer) *FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return &FlagSet{FlagSet: fs, getenv: getenv}
+}
+
+func (f *FlagSet) env(name, env string, parse func(string) error) {
+	if env == "" {
+		return
+	}
+	if v := f.getenv(env); v != "" {
+		if err := parse(v); err != nil {
+			f.errs = append(f.errs, fmt.Errorf("invalid %s=%q (for -%s): %v", env, v, name, err))
+		}
+	}
+}
+
+func usage(u, env string) string {
+	if env == "" {
+		return u
+	}
+	return u + " (env " + env + ")"
+}
+
+// String defines a string flag defaulting to $env, else def.
+func (f *FlagSet) String(p *string, name, env, def, u string) {
+	*p = def
+	f.env(name, env, func(v string) error { *p = v; return nil })
+	f.StringVar(p, name, *p, usage(u, env))
+}
+
+// Int defines an int flag defaulting to $env, else def.
+func (f *FlagSet) Int(p *int, name, env string, def int, u string) {
+	*p = def
+	f.env(name, env, func(v string) (err error) { *p, err = strconv.Atoi(v); return err })
+	f.IntVar(p, name, *p, usage(u, env))
+}
+
+// Int64 defines an int64 flag defaulting to $env, else def.
+func (f *FlagSet) Int64(p *int64, name, env string, def int64, u string) {
+	*p = def
+	f.env(name, env, func(v string) (err error) { *p, err = strconv.ParseInt(v, 10, 64); return err })
+	f.Int64Var(p, name, *p, usage(u, env))
+}
+
+// Duration defines a duration flag defaulting to $env, else def.
+func (f *FlagSet) Duration(p *time.Duration, name, env string, def time.Duration, u string) {
+	*p = def
+	f.env(name, env, func(v string) (err error) { *p, err = time.ParseDuration(v); return err })
+	f.DurationVar(p, name, *p, usage(u, env))
+}
+
+// Parse parses args. Bad environment values are reported like bad flags: with the usage, as an
+// error. A request for help returns flag.ErrHelp.
+func (f *FlagSet) Parse(args []string) error {
+	if err := f.FlagSet.Parse(args); err != nil {
+		return err
+	}
+	if len(f.errs) > 0 {
+		err := errors.Join(f.errs...)
+		fmt.Fprintln(f.Output(), err)
+		f.Usage()
+		return err
+	}
+	return nil
+}
+
+// Logging holds the log settings every binary shares.
+type Logging struct {
+	Format, Level string
+}
+
+// Define registers -log-format and -log-level.
+func (l *Logging) Define(f *FlagSet) {
+	f.String(&l.Format, "log-format", EnvLogFormat, "text", "log format: text or json")
+	f.String(&l.Level, "log-level", EnvLogLevel, "info", "log level: debug, info, warn or error")
+}
+
+// ErrUsage marks an error caused by how the command was called.
+var ErrUsage = errors.New("usage")
+
+// Usagef returns an error wrapping ErrUsage.
+func Usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Lower normalises a user-supplied keyword.
+func Lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

@@ -1,0 +1,207 @@
+// Package correlator consumes the SCHEDLENS stream in batches and stores them: decode and
+// validate, append new events and update projections in one transaction, commit, then ack.
+// Poison messages are dead-lettered and terminated; transient failures are retried later.
+package correlator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// Config tunes the consumer.
+type Config struct {
+	Consumer   string        // durable consumer name; replicas sharing it split the work
+	BatchSize  int           // most messages stored in one transaction
+	BatchWait  time.Duration // longest wait for a batch to fill
+	AckWait    time.Duration // redelivery after this long without an ack
+	RetryDelay time.Duration // redelivery delay after a transient failure
+
+	// BeforeAck, when set, runs after a batch is committed and before it is acknowledged; an
+	// error stops Run there, as a crash would. It exists for fault-injection tests.
+	BeforeAck func(committed int) error
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{Consumer: "correlator", BatchSize: 500, BatchWait: 200 * time.Millisecond, AckWait: 60 * time.Second, RetryDelay: 2 * time.Second}
+}
+
+// Correlator moves envelopes from JetStream into the store.
+type Correlator struct {
+	cfg     Config
+	js      jetstream.JetStream
+	db      *store.DB
+	logger  *slog.Logger
+	metrics *metrics
+}
+
+// New builds a correlator; Run starts it.
+func New(js jetstream.JetStream, db *store.DB, cfg Config, logger *slog.Logger, reg prometheus.Registerer) (*Correlator, error) {
+	def := DefaultConfig()
+	if cfg.Consumer == "" {
+		cfg.Consumer = def.Consumer
+	}
+	if cfg.BatchSize <= 0 {
+		return nil, fmt.Errorf("batch size must be positive, got %d", cfg.BatchSize)
+	}
+	if cfg.BatchWait <= 0 {
+		return nil, fmt.Errorf("batch wait must be positive, got %s", cfg.BatchWait)
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = def.AckWait
+	}
+	if cfg.RetryDelay == 0 {
+		cfg.RetryDelay = def.RetryDelay
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Correlator{cfg: cfg, js: js, db: db, logger: logger, metrics: m}, nil
+}
+
+// Run consumes until ctx is cancelled. The batch in flight when ctx ends is finished — stored,
+// committed and acknowledged — before Run returns.
+func (c *Correlator) Run(ctx context.Context) error {
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{
+		Durable:       c.cfg.Consumer,
+		Description:   "schedlens correlator: events into Postgres",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       c.cfg.AckWait,
+		MaxAckPending: max(4*c.cfg.BatchSize, 1000),
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s: %w", c.cfg.Consumer, err)
+	}
+	c.logger.Info("consuming", "stream", bus.StreamName, "consumer", c.cfg.Consumer, "batch_size", c.cfg.BatchSize, "batch_wait", c.cfg.BatchWait)
+
+	go c.watchPending(ctx, cons)
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(c.cfg.BatchSize, jetstream.FetchMaxWait(c.cfg.BatchWait))
+		if err != nil {
+			c.logger.Warn("fetch failed; retrying", "error", err)
+			sleep(ctx, c.cfg.BatchWait)
+			continue
+		}
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		// The batch is finished even if ctx ends meanwhile: stopping halfway would only
+		// cause a redelivery, but finishing it keeps shutdown clean.
+		if err := c.process(context.WithoutCancel(ctx), msgs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// item is one delivered message and what became of it.
+type item struct {
+	msg  jetstream.Msg
+	env  *events.Envelope
+	dead *store.DeadLetter
+}
+
+func (c *Correlator) process(ctx context.Context, msgs []jetstream.Msg) error {
+	start := time.Now()
+	items := make([]*item, len(msgs))
+	for i, m := range msgs {
+		items[i] = decode(m)
+	}
+	res, err := c.ingest(ctx, items)
+	if err != nil {
+		c.metrics.batchFailures.Inc()
+		c.logger.Error("storing batch failed; it will be redelivered", "messages", len(msgs), "retry_in", c.cfg.RetryDelay, "error", err)
+		for _, it := range items {
+			_ = it.msg.NakWithDelay(c.cfg.RetryDelay)
+		}
+		return nil
+	}
+	committed := len(items)
+	if c.cfg.BeforeAck != nil {
+		if err := c.cfg.BeforeAck(committed); err != nil {
+			return fmt.Errorf("before ack: %w", err)
+		}
+	}
+	for _, it := range items {
+		if it.dead != nil {
+			_ = it.msg.Term()
+			continue
+		}
+		_ = it.msg.Ack()
+	}
+	c.metrics.observe(res, len(msgs), time.Since(start))
+	return nil
+}
+
+// decode validates one message; a message that fails becomes a dead letter.
+func decode(m jetstream.Msg) *item {
+	it := &item{msg: m}
+	env, err := events.Decode(m.Data())
+	if err == nil {
+		err = events.CheckSubject(m.Subject(), env)
+	}
+	if err != nil {
+		it.dead = deadLetter(m, err)
+		return it
+	}
+	it.env = env
+	return it
+}
+
+func deadLetter(m jetstream.Msg, err error) *store.DeadLetter {
+	d := &store.DeadLetter{Subject: m.Subject(), Raw: m.Data(), Error: err.Error()}
+	if meta, merr := m.Metadata(); merr == nil {
+		d.Stream, d.Seq = meta.Stream, meta.Sequence.Stream
+	}
+	return d
+}
+
+// ingest stores items. When Postgres rejects the data itself (not a transient failure), the
+// batch is split until the event it rejects stands alone, and that event is dead-lettered with
+// the database's reason while the rest is stored. Halves stored before a later failure are
+// harmless to store again: ids make every insert idempotent.
+func (c *Correlator) ingest(ctx context.Context, items []*item) (store.IngestResult, error) {
+	var envs []*events.Envelope
+	var dead []store.DeadLetter
+	for _, it := range items {
+		if it.dead != nil {
+			dead = append(dead, *it.dead)
+		} else {
+			envs = append(envs, it.env)
+		}
+	}
+	res, err := c.db.Ingest(ctx, envs, dead)
+	if err == nil || !store.IsDataError(err) || len(envs) == 0 {
+		return res, err
+	}
+	if len(envs) == 1 {
+		for _, it := range items {
+			if it.env != nil {
+				it.dead, it.env = deadLetter(it.msg, fmt.Errorf("rejected by the database: %w", err)), nil
+			}
+		}
+		return c.ingest(ctx, items)
+	}
+	half := len(items) / 2
+	a, err := c.ingest(ctx, items[:half])
+	if err != nil {
+		return a, err
+	}
+	b, err := c.ingest(ctx, items[half:])
+	return a.Add(b), err
+}

@@ -1,0 +1,288 @@
+// Package eventgen generates the envelopes a collector would publish for a GPU scheduling
+// experiment — pods created, FailedScheduling series, Scheduled, Running, Ready, readiness flaps
+// and restarts, preemption, pods that never schedule, requests before and after Ready — seeded
+// and deterministic, for the demo sample, tests and benchmarks. Notes follow what the real
+// kube-scheduler emits (docs/../LAB.md).
+package eventgen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Config shapes a generated experiment.
+type Config struct {
+	Seed           uint64
+	Cluster        string
+	Namespace      string
+	Experiment     string
+	Arms           []string
+	Runs           int
+	PodsPerArm     int // per arm and run
+	RequestsPerPod int // probe requests per pod, starting at Running
+	Start          time.Time
+}
+
+// Default is the day20 experiment in miniature: four arms, three runs, a few pods each.
+func Default() Config {
+	return Config{
+		Seed: 20, Cluster: "lab", Namespace: "ai-lab", Experiment: "day20",
+		Arms: []string{"control", "affinity", "priority", "sharing"}, Runs: 3, PodsPerArm: 3,
+		RequestsPerPod: 12, Start: time.Date(2026, 11, 30, 4, 32, 0, 0, time.UTC),
+	}
+}
+
+// Generate returns the envelopes of cfg's experiment in the order a collector would publish
+// them (roughly by time). Every id is deterministic.
+func Generate(cfg Config) []*events.Envelope {
+	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000}
+	t := cfg.Start
+	for run := 1; run <= cfg.Runs; run++ {
+		for _, arm := range cfg.Arms {
+			for i := 1; i <= cfg.PodsPerArm; i++ {
+				g.pod(arm, strconv.Itoa(run), i, t)
+				t = t.Add(time.Duration(200+g.rng.IntN(800)) * time.Millisecond)
+			}
+		}
+		// One pod per run asks for more GPUs than any node has: never scheduled, censored.
+		g.oversized(strconv.Itoa(run), t)
+		t = t.Add(30 * time.Second)
+	}
+	return g.out
+}
+
+type gen struct {
+	cfg  Config
+	rng  *rand.Rand
+	rv   int
+	seq  int
+	out  []*events.Envelope
+	node int
+}
+
+func (g *gen) uid() string {
+	b := make([]byte, 16)
+	for i := range b {
+		b[i] = byte(g.rng.UintN(256))
+	}
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (g *gen) ms(lo, hi int) time.Duration {
+	return time.Duration(lo+g.rng.IntN(hi-lo+1)) * time.Millisecond
+}
+
+type podState struct {
+	ref      events.PodRef
+	labels   map[string]string
+	priority *int32
+	class    string
+	created  time.Time
+	node     string
+	ip       string
+}
+
+func (g *gen) emit(kind events.Kind, id string, at time.Time, pod *events.PodRef, node string, payload any) {
+	env := &events.Envelope{
+		V: events.Version, ID: id, Kind: kind, Cluster: g.cfg.Cluster, Source: "eventgen",
+		OccurredAt: at.Truncate(time.Microsecond), ObservedAt: at.Add(g.ms(1, 40)).Truncate(time.Microsecond),
+		Pod: pod, Node: node, Payload: payload,
+	}
+	b, err := events.Encode(env)
+	if err != nil {
+		panic(err) // generated payloads always encode
+	}
+	decoded, err := events.Decode(b)
+	if err != nil {
+		panic(fmt.Sprintf("eventgen produced an invalid envelope: %v", err))
+	}
+	g.out = append(g.out, decoded)
+}
+
+func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*events.PodStatus)) {
+	g.rv++
+	created := p.created.Truncate(time.Second)
+	s := &events.PodStatus{
+		Phase: phase, NodeName: p.node, Labels: p.labels, PriorityClass: p.class, Priority: p.priority,
+		Resources: &events.Resources{
+			Requests: map[string]string{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+			Limits:   map[string]string{"nvidia.com/gpu": "1"},
+		},
+		CreationTimestamp: &created,
+		Owner:             &events.Owner{Kind: "ReplicaSet", Name: p.labels["app"]},
+		ResourceVersion:   strconv.Itoa(g.rv),
+	}
+	if mutate != nil {
+		mutate(s)
+	}
+	g.emit(events.KindPodStatus, p.ref.UID+"/"+s.ResourceVersion, at, &p.ref, p.node, s)
+}
+
+func (g *gen) k8sEvent(p *podState, at time.Time, reason, typ, action, note, eventUID string, count int) {
+	g.emit(events.KindK8sEvent, eventUID+"/"+strconv.Itoa(count), at, &p.ref, p.node, &events.K8sEvent{
+		Reason: reason, Type: typ, Note: note, ReportingController: "default-scheduler", Action: action,
+		EventUID: eventUID, Count: count,
+	})
+}
+
+func (g *gen) request(p *podState, at time.Time, ok bool) {
+	g.seq++
+	r := &events.Request{Target: "http://" + p.ip + ":8000/v2/models/resnet50/infer", OK: ok, BytesOut: 602112}
+	if ok {
+		r.Status, r.LatencyMS, r.BytesIn = 200, 18+g.rng.Float64()*30, 4012
+	} else {
+		r.Status, r.LatencyMS, r.Error = 503, 1+g.rng.Float64()*3, "http_503"
+	}
+	g.emit(events.KindRequest, fmt.Sprintf("prober-eventgen/%d", g.seq), at, &p.ref, p.node, r)
+}
+
+func sec(t time.Time) *time.Time { s := t.Truncate(time.Second); return &s }
+
+func cond(typ, status string, at time.Time) events.Condition {
+	return events.Condition{Type: typ, Status: status, LastTransitionTime: sec(at)}
+}
+
+func (g *gen) newPod(arm, run string, i int, at time.Time) *podState {
+	name := fmt.Sprintf("%s-%s-r%s-%d", g.cfg.Experiment, arm, run, i)
+	p := &podState{
+		ref:     events.PodRef{Namespace: g.cfg.Namespace, Name: name, UID: g.uid()},
+		labels:  map[string]string{"app": g.cfg.Experiment, events.LabelExperiment: g.cfg.Experiment, events.LabelArm: arm, events.LabelRun: run},
+		created: at,
+		ip:      fmt.Sprintf("127.0.%d.%d", 1+g.rng.IntN(200), 1+g.rng.IntN(250)),
+	}
+	if arm == "priority" {
+		prio := int32(1000000)
+		p.class, p.priority = "high-priority", &prio
+	}
+	return p
+}
+
+// pod generates one experiment pod's whole life.
+func (g *gen) pod(arm, run string, i int, t0 time.Time) {
+	p := g.newPod(arm, run, i, t0)
+	g.snapshot(p, t0.Add(g.ms(2, 20)), events.PhasePending, nil)
+	t := t0.Add(g.ms(5, 60))
+
+	// Some pods wait: a FailedScheduling series whose count rises with each retry.
+	if g.rng.IntN(3) == 0 || arm == "priority" {
+		evUID := g.uid()
+		retries := 1 + g.rng.IntN(3)
+		note := "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, 5 Preemption is not helpful for scheduling."
+		for c := 1; c <= retries; c++ {
+			g.k8sEvent(p, t, events.ReasonFailedScheduling, "Warning", "Scheduling", note, evUID, c)
+			if c == 1 {
+				g.snapshot(p, t.Add(g.ms(1, 5)), events.PhasePending, func(s *events.PodStatus) {
+					s.Conditions = []events.Condition{{Type: "PodScheduled", Status: "False", Reason: "Unschedulable", LastTransitionTime: sec(t)}}
+				})
+			}
+			t = t.Add(g.ms(300, 1500))
+		}
+		if arm == "priority" {
+			g.preemptVictim(run, i, t, p)
+			t = t.Add(g.ms(600, 1200))
+		}
+	}
+
+	g.node++
+	p.node = fmt.Sprintf("gpu-node-%d", 1+g.node%6)
+	scheduled := t
+	g.k8sEvent(p, scheduled, events.ReasonScheduled, "Normal", "Binding",
+		fmt.Sprintf("Successfully assigned %s/%s to %s", p.ref.Namespace, p.ref.Name, p.node), g.uid(), 0)
+	g.snapshot(p, scheduled.Add(g.ms(2, 15)), events.PhasePending, func(s *events.PodStatus) {
+		s.Conditions = []events.Condition{cond("PodScheduled", "True", scheduled)}
+	})
+
+	// Image pull, then Running; the model loads before Ready (sharing loads slower).
+	running := scheduled.Add(g.ms(800, 3000))
+	load := g.ms(4000, 9000)
+	if arm == "sharing" {
+		load += g.ms(3000, 6000)
+	}
+	ready := running.Add(load)
+	conds := func(readyStatus string, readyAt time.Time) []events.Condition {
+		return []events.Condition{
+			cond("PodScheduled", "True", scheduled), cond("Initialized", "True", scheduled),
+			cond("ContainersReady", readyStatus, readyAt), cond("Ready", readyStatus, readyAt),
+		}
+	}
+	container := func(ready bool, restarts int, started time.Time) []events.ContainerStatus {
+		return []events.ContainerStatus{{Name: "model", Ready: ready, RestartCount: restarts, State: "running", StartedAt: sec(started)}}
+	}
+	g.snapshot(p, running.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
+		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+		s.Conditions, s.Containers = conds("False", running), container(false, 0, running)
+	})
+	g.snapshot(p, ready.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
+		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+		s.Conditions, s.Containers = conds("True", ready), container(true, 0, running)
+	})
+
+	// Probe requests from Running onward: 503 until Ready, then mostly successes.
+	end := ready.Add(20 * time.Second)
+	step := end.Sub(running) / time.Duration(max(g.cfg.RequestsPerPod, 1))
+	for k := 0; k < g.cfg.RequestsPerPod; k++ {
+		at := running.Add(time.Duration(k)*step + g.ms(0, 20))
+		g.request(p, at, at.After(ready) && g.rng.IntN(50) != 0)
+	}
+
+	// Now and then a crash: readiness flaps, the container restarts, Ready again.
+	if g.rng.IntN(5) == 0 {
+		down := ready.Add(g.ms(5000, 9000))
+		back := down.Add(g.ms(3000, 6000))
+		g.snapshot(p, down.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
+			s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+			s.Conditions, s.Containers = conds("False", down), container(false, 1, down)
+		})
+		g.snapshot(p, back.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
+			s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+			s.Conditions, s.Containers = conds("True", back), container(true, 1, down)
+		})
+	}
+
+	// The run ends: the pod is deleted.
+	gone := end.Add(g.ms(1000, 3000))
+	g.snapshot(p, gone, events.PhaseRunning, func(s *events.PodStatus) {
+		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+		s.Conditions, s.Containers = conds("True", ready), container(true, 0, running)
+		s.DeletionTimestamp, s.Deleted = sec(gone), true
+	})
+}
+
+// preemptVictim generates a low-priority background pod that the preemptor displaces.
+func (g *gen) preemptVictim(run string, i int, at time.Time, preemptor *podState) {
+	v := g.newPod("background", run, i, at.Add(-90*time.Second))
+	v.labels = map[string]string{"app": g.cfg.Experiment + "-background"}
+	v.node = fmt.Sprintf("gpu-node-%d", 1+g.node%6)
+	started := v.created.Add(2 * time.Second)
+	g.snapshot(v, started.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
+		s.Conditions = []events.Condition{cond("PodScheduled", "True", v.created), cond("Ready", "True", started)}
+		s.Containers = []events.ContainerStatus{{Name: "model", Ready: true, State: "running", StartedAt: sec(started)}}
+	})
+	g.k8sEvent(v, at, events.ReasonPreempted, "Normal", "Preempting",
+		fmt.Sprintf("Preempted by pod %s on node %s", preemptor.ref.UID, v.node), g.uid(), 0)
+	g.snapshot(v, at.Add(g.ms(10, 40)), events.PhaseRunning, func(s *events.PodStatus) {
+		s.Conditions = []events.Condition{cond("PodScheduled", "True", v.created), cond("Ready", "True", started),
+			{Type: "DisruptionTarget", Status: "True", Reason: "PreemptionByScheduler", LastTransitionTime: sec(at)}}
+		s.DeletionTimestamp = sec(at)
+	})
+	g.snapshot(v, at.Add(g.ms(300, 700)), events.PhaseRunning, func(s *events.PodStatus) {
+		s.DeletionTimestamp, s.Deleted = sec(at), true
+	})
+}
+
+// oversized generates a pod asking for 3 GPUs: FailedScheduling forever, never scheduled.
+func (g *gen) oversized(run string, at time.Time) {
+	p := g.newPod("oversized", run, 1, at)
+	g.snapshot(p, at.Add(g.ms(2, 20)), events.PhasePending, nil)
+	evUID := g.uid()
+	note := "0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+	t := at.Add(g.ms(10, 50))
+	for c := 1; c <= 4; c++ {
+		g.k8sEvent(p, t, events.ReasonFailedScheduling, "Warning", "Scheduling", note, evUID, c)
+		t = t.Add(time.Duration(c) * 5 * time.Second)
+	}
+}

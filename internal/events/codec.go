@@ -1,0 +1,398 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrInvalid is matched (errors.Is) by every decoding and validation error: the message is
+// poison and must be dead-lettered, not retried.
+var ErrInvalid = errors.New("invalid envelope")
+
+// ValidationError says which field of an envelope is wrong and why. Field is a JSON path such
+// as "data.conditions[1].last_transition_time"; it is empty when the message as a whole is bad.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return "invalid envelope: " + e.Reason
+	}
+	return fmt.Sprintf("invalid envelope: %s: %s", e.Field, e.Reason)
+}
+
+// Is makes every ValidationError match ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Decode parses and validates one envelope. Times are truncated to the microsecond, the
+// precision Postgres keeps, so a decoded envelope and its stored copy compare equal.
+func Decode(b []byte) (*Envelope, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, invalid("", "empty message")
+	}
+	if !utf8.Valid(b) {
+		return nil, invalid("", "not valid UTF-8")
+	}
+	if !json.Valid(b) {
+		return nil, invalid("", "not valid JSON")
+	}
+	if hasNULEscape(b) {
+		return nil, invalid("", `contains \u0000, which Postgres jsonb cannot store`)
+	}
+	var env Envelope
+	if err := decodeObject(b, &env, ""); err != nil {
+		return nil, err
+	}
+	env.Raw = b
+	if err := env.validate(); err != nil {
+		return nil, err
+	}
+	payload, err := decodePayload(env.Kind, env.Data)
+	if err != nil {
+		return nil, err
+	}
+	env.Payload = payload
+	env.OccurredAt = env.OccurredAt.Truncate(time.Microsecond).UTC()
+	env.ObservedAt = env.ObservedAt.Truncate(time.Microsecond).UTC()
+	return &env, nil
+}
+
+// Encode renders an envelope as one line of JSON (no trailing newline). When Payload is set it
+// is marshalled into Data; otherwise Data is written as it is.
+func Encode(env *Envelope) ([]byte, error) {
+	e := *env
+	if e.V == 0 {
+		e.V = Version
+	}
+	if e.Payload != nil {
+		data, err := json.Marshal(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s payload: %w", e.Kind, err)
+		}
+		e.Data = data
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope %s: %w", e.ID, err)
+	}
+	return b, nil
+}
+
+func (e *Envelope) validate() error {
+	switch {
+	case e.V == 0:
+		return invalid("v", "missing")
+	case e.V != Version:
+		return invalid("v", "unsupported version %d (want %d)", e.V, Version)
+	case e.ID == "":
+		return invalid("id", "missing")
+	case len(e.ID) > MaxIDLen:
+		return invalid("id", "longer than %d bytes", MaxIDLen)
+	case e.Kind == "":
+		return invalid("kind", "missing")
+	case !e.Kind.Valid():
+		return invalid("kind", "unknown kind %q", e.Kind)
+	case e.Cluster == "":
+		return invalid("cluster", "missing")
+	case !validToken(e.Cluster):
+		return invalid("cluster", "%q cannot be a subject token (no '.', '*', '>' or spaces)", e.Cluster)
+	case e.Source == "":
+		return invalid("source", "missing")
+	case e.OccurredAt.IsZero():
+		return invalid("occurred_at", "missing")
+	case e.ObservedAt.IsZero():
+		return invalid("observed_at", "missing")
+	case len(e.Data) == 0 || bytes.Equal(e.Data, []byte("null")):
+		return invalid("data", "missing")
+	case e.Data[0] != '{':
+		return invalid("data", "must be an object")
+	}
+	if e.Pod != nil {
+		switch {
+		case e.Pod.UID == "":
+			return invalid("pod.uid", "missing")
+		case !ValidUID(e.Pod.UID):
+			return invalid("pod.uid", "%q is not a Kubernetes UID", e.Pod.UID)
+		case e.Pod.Name == "":
+			return invalid("pod.name", "missing")
+		case e.Pod.Namespace == "":
+			return invalid("pod.namespace", "missing")
+		}
+	}
+	switch e.Kind {
+	case KindPodStatus:
+		if e.Pod == nil {
+			return invalid("pod", "required for %s", e.Kind)
+		}
+	case KindNodeStatus, KindGPUSample:
+		if e.Node == "" {
+			return invalid("node", "required for %s", e.Kind)
+		}
+	}
+	return nil
+}
+
+func decodePayload(kind Kind, data json.RawMessage) (any, error) {
+	var p any
+	switch kind {
+	case KindK8sEvent:
+		p = &K8sEvent{}
+	case KindPodStatus:
+		p = &PodStatus{}
+	case KindNodeStatus:
+		p = &NodeStatus{}
+	case KindGPUSample:
+		p = &GPUSample{}
+	case KindRequest:
+		p = &Request{}
+	case KindExperiment:
+		p = &Experiment{}
+	case KindInventory:
+		p = &Inventory{}
+	}
+	if err := decodeObject(data, p, "data"); err != nil {
+		return nil, err
+	}
+	if v, ok := p.(interface{ validate() error }); ok {
+		if err := v.validate(); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *K8sEvent) validate() error {
+	switch {
+	case p.Reason == "":
+		return invalid("data.reason", "missing")
+	case p.Count < 0:
+		return invalid("data.count", "negative (%d)", p.Count)
+	}
+	return nil
+}
+
+func (p *PodStatus) validate() error {
+	switch p.Phase {
+	case "":
+		return invalid("data.phase", "missing")
+	case PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseUnknown:
+	default:
+		return invalid("data.phase", "unknown phase %q", p.Phase)
+	}
+	for i, c := range p.Conditions {
+		if c.Type == "" {
+			return invalid(fmt.Sprintf("data.conditions[%d].type", i), "missing")
+		}
+		if c.Status != "True" && c.Status != "False" && c.Status != "Unknown" {
+			return invalid(fmt.Sprintf("data.conditions[%d].status", i), "want True, False or Unknown, got %q", c.Status)
+		}
+	}
+	for i, c := range p.Containers {
+		if c.RestartCount < 0 {
+			return invalid(fmt.Sprintf("data.containers[%d].restart_count", i), "negative (%d)", c.RestartCount)
+		}
+	}
+	return nil
+}
+
+func (p *GPUSample) validate() error {
+	if p.GPU == "" && p.UUID == "" {
+		return invalid("data.uuid", "missing (and no gpu index)")
+	}
+	if len(p.Metrics) == 0 {
+		return invalid("data.metrics", "missing")
+	}
+	return nil
+}
+
+func (p *Request) validate() error {
+	if p.LatencyMS < 0 {
+		return invalid("data.latency_ms", "negative (%g)", p.LatencyMS)
+	}
+	return nil
+}
+
+func (p *Experiment) validate() error {
+	if p.Name == "" {
+		return invalid("data.name", "missing")
+	}
+	return nil
+}
+
+func (p *Inventory) validate() error {
+	if p.PodUIDs == nil {
+		return invalid("data.pod_uids", "missing")
+	}
+	for i, uid := range p.PodUIDs {
+		if !ValidUID(uid) {
+			return invalid(fmt.Sprintf("data.pod_uids[%d]", i), "%q is not a Kubernetes UID", uid)
+		}
+	}
+	return nil
+}
+
+// ValidUID reports whether s has the shape of a Kubernetes UID (an RFC 4122 UUID string).
+func ValidUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// decodeObject fills the struct dst points to from a JSON object field by field, so that a type
+// error names the exact path of the field (encoding/json loses it for time and custom types).
+// Fields the struct does not declare are ignored here and kept in Envelope.Raw.
+func decodeObject(raw []byte, dst any, path string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return invalid(path, "want an object, got %s", jsonType(raw))
+	}
+	v := reflect.ValueOf(dst).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		val, ok := fields[name]
+		if !ok || bytes.Equal(val, []byte("null")) {
+			continue
+		}
+		if err := decodeValue(val, v.Field(i), join(path, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeValue(raw json.RawMessage, v reflect.Value, path string) error {
+	t := v.Type()
+	elem := t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+	}
+	switch {
+	case elem.Kind() == reflect.Struct && elem != timeType:
+		target := reflect.New(elem)
+		if err := decodeObject(raw, target.Interface(), path); err != nil {
+			return err
+		}
+		setValue(v, target)
+		return nil
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return invalid(path, "want an array, got %s", jsonType(raw))
+		}
+		s := reflect.MakeSlice(t, len(items), len(items))
+		for i, item := range items {
+			if err := decodeValue(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	}
+	if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+		var te *json.UnmarshalTypeError
+		var pe *time.ParseError
+		switch {
+		case errors.As(err, &te):
+			field := path
+			if te.Field != "" {
+				field = join(path, te.Field)
+			}
+			return invalid(field, "want %s, got %s", te.Type, te.Value)
+		case errors.As(err, &pe):
+			return invalid(path, "not an RFC 3339 time: %s", raw)
+		default:
+			return invalid(path, "%v", err)
+		}
+	}
+	return nil
+}
+
+func setValue(v, ptr reflect.Value) {
+	if v.Kind() == reflect.Pointer {
+		v.Set(ptr)
+		return
+	}
+	v.Set(ptr.Elem())
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func jsonType(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// hasNULEscape reports whether a JSON text contains the escape \u0000 (preceded by an even
+// number of backslashes), which Go accepts and Postgres jsonb rejects.
+func hasNULEscape(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0
+		for k := j - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		i = j + 1
+	}
+}

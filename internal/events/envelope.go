@@ -1,0 +1,115 @@
+// Package events is the domain root of schedlens: the wire envelope (v1), its typed payloads, the
+// codec that validates them, and the NATS subject scheme. It imports only the standard library.
+package events
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Version is the envelope schema version this package reads and writes.
+const Version = 1
+
+// MaxIDLen bounds an envelope id; ids are idempotency keys stored in a unique index.
+const MaxIDLen = 200
+
+// Kind names what an envelope is about and which payload its data holds.
+type Kind string
+
+// The envelope kinds of ARCHITECTURE.md.
+const (
+	KindK8sEvent   Kind = "k8s_event"
+	KindPodStatus  Kind = "pod_status"
+	KindNodeStatus Kind = "node_status"
+	KindGPUSample  Kind = "gpu_sample"
+	KindRequest    Kind = "request"
+	KindExperiment Kind = "experiment"
+	KindInventory  Kind = "inventory"
+)
+
+// Kinds lists every known kind in a stable order (for metrics and documentation).
+var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory}
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool {
+	for _, known := range Kinds {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}
+
+// PodRef identifies a pod. The UID separates a re-created pod from its namesake.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// ExperimentRef attributes an event to an experiment arm and run (repeat).
+type ExperimentRef struct {
+	Name string `json:"name"`
+	Arm  string `json:"arm,omitempty"`
+	Run  string `json:"run,omitempty"`
+}
+
+// IsZero reports whether no experiment is named.
+func (e ExperimentRef) IsZero() bool { return e == ExperimentRef{} }
+
+// Envelope is one event on the wire: the NATS message body, or one line of a JSONL file.
+//
+// Payload holds the typed, validated data (one of *K8sEvent, *PodStatus, *NodeStatus,
+// *GPUSample, *Request, *Experiment, *Inventory). Data keeps the payload's original bytes and
+// Raw the whole message's, so fields this version does not know survive storage.
+type Envelope struct {
+	V          int             `json:"v"`
+	ID         string          `json:"id"`
+	Kind       Kind            `json:"kind"`
+	Cluster    string          `json:"cluster"`
+	Source     string          `json:"source"`
+	OccurredAt time.Time       `json:"occurred_at"`
+	ObservedAt time.Time       `json:"observed_at"`
+	Pod        *PodRef         `json:"pod,omitempty"`
+	Node       string          `json:"node,omitempty"`
+	Experiment *ExperimentRef  `json:"experiment,omitempty"`
+	Data       json.RawMessage `json:"data"`
+
+	Payload any    `json:"-"`
+	Raw     []byte `json:"-"`
+}
+
+// PodUID returns the pod's UID, or "" when the envelope is not about a pod.
+func (e *Envelope) PodUID() string {
+	if e.Pod == nil {
+		return ""
+	}
+	return e.Pod.UID
+}
+
+// Label keys that attribute pods to experiments unless an envelope names its experiment.
+const (
+	LabelExperiment = "schedlens.io/experiment"
+	LabelArm        = "schedlens.io/arm"
+	LabelRun        = "schedlens.io/run"
+)
+
+// LabelKeys are the pod label keys that carry experiment attribution; configurable per cluster.
+type LabelKeys struct {
+	Experiment, Arm, Run string
+}
+
+// DefaultLabelKeys are the documented `schedlens.io/*` keys.
+var DefaultLabelKeys = LabelKeys{Experiment: LabelExperiment, Arm: LabelArm, Run: LabelRun}
+
+// ExperimentOf returns the experiment an envelope belongs to: the envelope's own experiment
+// field when set, otherwise the labels of a pod_status snapshot read with keys.
+func (e *Envelope) ExperimentOf(keys LabelKeys) ExperimentRef {
+	if e.Experiment != nil && !e.Experiment.IsZero() {
+		return *e.Experiment
+	}
+	if ps, ok := e.Payload.(*PodStatus); ok && ps.Labels != nil {
+		return ExperimentRef{Name: ps.Labels[keys.Experiment], Arm: ps.Labels[keys.Arm], Run: ps.Labels[keys.Run]}
+	}
+	return ExperimentRef{}
+}

@@ -1,0 +1,108 @@
+// Package store is the only package that speaks SQL: events in, projections and timelines out,
+// on Postgres through pgx. Store methods own their transactions.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/migrations"
+)
+
+// ErrNotFound is returned when the requested row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is a handle on the schedlens database.
+type DB struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	keys   events.LabelKeys
+}
+
+// Option configures a DB.
+type Option func(*DB)
+
+// WithLabelKeys sets the pod label keys that attribute pods to experiments.
+func WithLabelKeys(k events.LabelKeys) Option { return func(db *DB) { db.keys = k } }
+
+// Open connects to Postgres at url. It does not migrate: call Migrate.
+func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	db := &DB{pool: pool, logger: logger, keys: events.DefaultLabelKeys}
+	for _, o := range opts {
+		o(db)
+	}
+	return db, nil
+}
+
+// Close releases every connection.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+func (db *DB) migrator(opts ...goose.ProviderOption) (*goose.Provider, *sql.DB, error) {
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	fsys, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, fsys, opts...)
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return p, sqlDB, nil
+}
+
+// Migrate applies every pending migration. Concurrent callers are serialised by goose's lock.
+func (db *DB) Migrate(ctx context.Context) error {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	p, sqlDB, err := db.migrator(goose.WithSessionLocker(locker))
+	if err != nil {
+		return err
+	}
+	defer sqlDB.Close()
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, r := range results {
+		db.logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
+	}
+	return nil
+}
+
+// SchemaCurrent reports whether every embedded migration has been applied.
+func (db *DB) SchemaCurrent(ctx context.Context) (bool, error) {
+	p, sqlDB, err := db.migrator()
+	if err != nil {
+		return false, err
+	}
+	defer sqlDB.Close()
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check migrations: %w", err)
+	}
+	return !pending, nil
+}

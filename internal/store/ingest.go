@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// DeadLetter is a message that could not be decoded or validated, kept with the reason.
+type DeadLetter struct {
+	Stream  string
+	Seq     uint64
+	Subject string
+	Raw     []byte
+	Error   string
+}
+
+// IngestResult says what one Ingest call did.
+type IngestResult struct {
+	Inserted    int                 // events new to the store
+	Duplicates  int                 // events already stored (or repeated within the batch)
+	DeadLetters int                 // dead letters newly stored
+	ByKind      map[events.Kind]int // inserted events per kind
+}
+
+// Add sums two results.
+func (r IngestResult) Add(o IngestResult) IngestResult {
+	out := IngestResult{Inserted: r.Inserted + o.Inserted, Duplicates: r.Duplicates + o.Duplicates,
+		DeadLetters: r.DeadLetters + o.DeadLetters, ByKind: map[events.Kind]int{}}
+	for k, n := range r.ByKind {
+		out.ByKind[k] += n
+	}
+	for k, n := range o.ByKind {
+		out.ByKind[k] += n
+	}
+	return out
+}
+
+// IsDataError reports whether Postgres refused the data itself (a data exception, a constraint,
+// a size limit): retrying the same rows cannot succeed, unlike a lost connection or a timeout.
+func IsDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "54":
+		return true
+	}
+	return false
+}
+
+// stageDDL creates this connection's staging tables once; ON COMMIT DELETE ROWS empties them at
+// the end of every batch transaction.
+const stageDDL = `
+CREATE TEMP TABLE IF NOT EXISTS stage_events (
+    id text, kind text, cluster text, source text, occurred_at timestamptz, observed_at timestamptz,
+    pod_uid text, node text, envelope jsonb
+) ON COMMIT DELETE ROWS;
+CREATE TEMP TABLE IF NOT EXISTS stage_pods (LIKE pods) ON COMMIT DELETE ROWS;`
+
+var eventColumns = []string{"id", "kind", "cluster", "source", "occurred_at", "observed_at", "pod_uid", "node", "envelope"}
+
+// Ingest stores a batch in one transaction: new events are appended (copies of stored ids are
+// ignored), the projections are updated from the newly inserted events only, and dead letters
+// are kept. When Ingest returns nil the batch is durable and may be acknowledged.
+func (db *DB) Ingest(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (IngestResult, error) {
+	res := IngestResult{ByKind: map[events.Kind]int{}}
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, stageDDL); err != nil {
+			return fmt.Errorf("create staging tables: %w", err)
+		}
+		inserted, err := insertEvents(ctx, tx, envs)
+		if err != nil {
+			return err
+		}
+		res.Inserted = len(inserted)
+		res.Duplicates = len(envs) - len(inserted)
+		for _, env := range inserted {
+			res.ByKind[env.Kind]++
+		}
+		if err := db.applyFacts(ctx, tx, inserted); err != nil {
+			return err
+		}
+		res.DeadLetters, err = insertDeadLetters(ctx, tx, dead)
+		return err
+	})
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("ingest batch: %w", err)
+	}
+	return res, nil
+}
+
+// insertEvents appends envs through the staging table and returns the ones that were new.
+func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*events.Envelope, error) {
+	byID := make(map[string]*events.Envelope, len(envs))
+	rows := make([][]any, 0, len(envs))
+	for _, env := range envs {
+		if _, dup := byID[env.ID]; dup {
+			continue
+		}
+		byID[env.ID] = env
+		rows = append(rows, []any{env.ID, string(env.Kind), env.Cluster, env.Source, env.OccurredAt, env.ObservedAt,
+			nullString(env.PodUID()), nullString(env.Node), env.Raw})
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("copy events to staging: %w", err)
+	}
+	ids, err := tx.Query(ctx, `
+		INSERT INTO events (id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope)
+		SELECT id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope FROM stage_events
+		ON CONFLICT (id) DO NOTHING
+		RETURNING id`)
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	inserted := make([]*events.Envelope, 0, len(rows))
+	var id string
+	_, err = pgx.ForEachRow(ids, []any{&id}, func() error {
+		inserted = append(inserted, byID[id])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	return inserted, nil
+}
+
+func insertDeadLetters(ctx context.Context, tx pgx.Tx, dead []DeadLetter) (int, error) {
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	var (
+		streams, subjects, reasons []string
+		seqs                       []int64
+		raws                       [][]byte
+	)
+	for _, d := range dead {
+		streams = append(streams, d.Stream)
+		seqs = append(seqs, int64(d.Seq))
+		subjects = append(subjects, cleanText(d.Subject))
+		raws = append(raws, d.Raw)
+		reasons = append(reasons, cleanText(d.Error))
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO dead_letters (stream, stream_seq, subject, raw, error)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bytea[], $5::text[])
+		ON CONFLICT (stream, stream_seq) DO NOTHING`, streams, seqs, subjects, raws, reasons)
+	if err != nil {
+		return 0, fmt.Errorf("insert dead letters: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// cleanText makes s storable as Postgres text, which refuses NUL and invalid UTF-8.
+func cleanText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// nullString maps "" to SQL NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

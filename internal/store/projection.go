@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+var podColumns = []string{
+	"uid", "cluster", "namespace", "name", "exp_name", "exp_arm", "exp_run", "first_seen", "last_seen",
+	"created_at", "first_unschedulable_at", "scheduled_event_at", "scheduled_event_node", "scheduled_cond_at",
+	"status_node", "running_started_at", "running_observed_at", "ready_cond_at", "ready_observed_at",
+	"first_success_at", "ended_at", "end_rank", "preempted_by", "restarts", "requests", "request_errors",
+}
+
+// mergePods folds the staged facts into pods with the same rules as align.Facts.Merge: earliest
+// time, smallest non-empty string, largest rank and restart count, summed request counts.
+const mergePods = `
+INSERT INTO pods SELECT * FROM stage_pods ORDER BY uid
+ON CONFLICT (uid) DO UPDATE SET
+    cluster                = LEAST(pods.cluster, excluded.cluster),
+    namespace              = LEAST(pods.namespace, excluded.namespace),
+    name                   = LEAST(pods.name, excluded.name),
+    exp_name               = LEAST(pods.exp_name, excluded.exp_name),
+    exp_arm                = LEAST(pods.exp_arm, excluded.exp_arm),
+    exp_run                = LEAST(pods.exp_run, excluded.exp_run),
+    first_seen             = LEAST(pods.first_seen, excluded.first_seen),
+    last_seen              = GREATEST(pods.last_seen, excluded.last_seen),
+    created_at             = LEAST(pods.created_at, excluded.created_at),
+    first_unschedulable_at = LEAST(pods.first_unschedulable_at, excluded.first_unschedulable_at),
+    scheduled_event_node   = CASE WHEN excluded.scheduled_event_at IS NOT NULL AND (pods.scheduled_event_at IS NULL
+                                   OR (excluded.scheduled_event_at, excluded.scheduled_event_node) < (pods.scheduled_event_at, pods.scheduled_event_node))
+                                  THEN excluded.scheduled_event_node ELSE pods.scheduled_event_node END,
+    scheduled_event_at     = LEAST(pods.scheduled_event_at, excluded.scheduled_event_at),
+    scheduled_cond_at      = LEAST(pods.scheduled_cond_at, excluded.scheduled_cond_at),
+    status_node            = LEAST(pods.status_node, excluded.status_node),
+    running_started_at     = LEAST(pods.running_started_at, excluded.running_started_at),
+    running_observed_at    = LEAST(pods.running_observed_at, excluded.running_observed_at),
+    ready_cond_at          = LEAST(pods.ready_cond_at, excluded.ready_cond_at),
+    ready_observed_at      = LEAST(pods.ready_observed_at, excluded.ready_observed_at),
+    first_success_at       = LEAST(pods.first_success_at, excluded.first_success_at),
+    ended_at               = LEAST(pods.ended_at, excluded.ended_at),
+    end_rank               = GREATEST(pods.end_rank, excluded.end_rank),
+    preempted_by           = LEAST(pods.preempted_by, excluded.preempted_by),
+    restarts               = GREATEST(pods.restarts, excluded.restarts),
+    requests               = pods.requests + excluded.requests,
+    request_errors         = pods.request_errors + excluded.request_errors`
+
+const mergeSeries = `
+INSERT INTO pod_event_series (pod_uid, reason, series_key, max_count)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) ORDER BY 1, 2, 3
+ON CONFLICT (pod_uid, reason, series_key) DO UPDATE SET max_count = GREATEST(pod_event_series.max_count, excluded.max_count)`
+
+const mergeKindCounts = `
+INSERT INTO kind_counts (kind, events, last_occurred_at)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) ORDER BY 1
+ON CONFLICT (kind) DO UPDATE SET events = kind_counts.events + excluded.events,
+    last_occurred_at = GREATEST(kind_counts.last_occurred_at, excluded.last_occurred_at)`
+
+// applyFacts updates every projection from envs, which must be events not applied before (newly
+// inserted, or the whole table during a rebuild). Rows are written in key order so concurrent
+// correlators lock them in the same order and cannot deadlock.
+func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	pods := map[string]*align.Facts{}
+	type kindCount struct {
+		n    int64
+		last time.Time
+	}
+	kinds := map[events.Kind]*kindCount{}
+	for _, env := range envs {
+		kc := kinds[env.Kind]
+		if kc == nil {
+			kc = &kindCount{}
+			kinds[env.Kind] = kc
+		}
+		kc.n++
+		if env.OccurredAt.After(kc.last) {
+			kc.last = env.OccurredAt
+		}
+		f, ok := align.FactsOf(env, db.keys)
+		if !ok {
+			continue
+		}
+		if p := pods[f.UID]; p != nil {
+			p.Merge(f)
+		} else {
+			pods[f.UID] = &f
+		}
+	}
+
+	podRows := make([][]any, 0, len(pods))
+	var sUID, sReason, sKey []string
+	var sCount []int32
+	for _, f := range pods {
+		podRows = append(podRows, podRow(f))
+		for k, n := range f.Series {
+			sUID, sReason, sKey, sCount = append(sUID, f.UID), append(sReason, k.Reason), append(sKey, k.Key), append(sCount, int32(n))
+		}
+	}
+	if len(podRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_pods"}, podColumns, pgx.CopyFromRows(podRows)); err != nil {
+			return fmt.Errorf("copy pod facts to staging: %w", err)
+		}
+	}
+	var kName []string
+	var kN []int64
+	var kLast []time.Time
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		kName, kN, kLast = append(kName, string(k)), append(kN, kinds[k].n), append(kLast, kinds[k].last)
+	}
+
+	b := &pgx.Batch{}
+	if len(podRows) > 0 {
+		b.Queue(mergePods)
+	}
+	if len(sUID) > 0 {
+		b.Queue(mergeSeries, sUID, sReason, sKey, sCount)
+	}
+	b.Queue(mergeKindCounts, kName, kN, kLast)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("merge projections: %w", err)
+	}
+	return nil
+}
+
+func podRow(f *align.Facts) []any {
+	return []any{
+		f.UID, nullString(f.Cluster), nullString(f.Namespace), nullString(f.Name),
+		nullString(f.Experiment.Name), nullString(f.Experiment.Arm), nullString(f.Experiment.Run),
+		f.FirstSeen, f.LastSeen,
+		nullTime(f.Created), nullTime(f.FirstUnschedulable), nullTime(f.ScheduledEvent), nullString(f.ScheduledEventNode),
+		nullTime(f.ScheduledCond), nullString(f.StatusNode), nullTime(f.RunningStarted), nullTime(f.RunningObserved),
+		nullTime(f.ReadyCond), nullTime(f.ReadyObserved), nullTime(f.FirstSuccess), nullTime(f.EndedAt),
+		int32(f.EndRank), nullString(f.PreemptedBy), int32(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
+	}
+}
+
+// nullTime maps the zero time to SQL NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// RebuildResult says what a rebuild read.
+type RebuildResult struct {
+	Events   int // events applied
+	Rejected int // stored events that no longer decode (left out of the projections, logged)
+}
+
+// Rebuild recomputes every projection from the events table in one transaction, through the
+// same code the live path uses, reading chunk events at a time.
+func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
+	var res RebuildResult
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
+			TRUNCATE pods, pod_event_series, kind_counts;`+stageDDL); err != nil {
+			return fmt.Errorf("reset projections: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {
+			return fmt.Errorf("open events cursor: %w", err)
+		}
+		for {
+			rows, err := tx.Query(ctx, fmt.Sprintf("FETCH FORWARD %d FROM rebuild", chunk))
+			if err != nil {
+				return fmt.Errorf("read events: %w", err)
+			}
+			var envs []*events.Envelope
+			var raw []byte
+			_, err = pgx.ForEachRow(rows, []any{&raw}, func() error {
+				env, err := events.Decode(raw)
+				if err != nil {
+					res.Rejected++
+					db.logger.Warn("stored event no longer decodes; left out of projections", "error", err)
+					return nil
+				}
+				envs = append(envs, env)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("read events: %w", err)
+			}
+			if len(envs) == 0 && rows.CommandTag().RowsAffected() == 0 {
+				return nil
+			}
+			if err := db.applyFacts(ctx, tx, envs); err != nil {
+				return err
+			}
+			// stage_pods is emptied only at commit: clear it between chunks.
+			if _, err := tx.Exec(ctx, `TRUNCATE stage_pods`); err != nil {
+				return fmt.Errorf("clear staging: %w", err)
+			}
+			res.Events += len(envs)
+		}
+	})
+	if err != nil {
+		return RebuildResult{}, fmt.Errorf("rebuild projections: %w", err)
+	}
+	return res, nil
+}

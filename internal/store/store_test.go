@@ -1,0 +1,198 @@
+package store_test
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+func openDB(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), pgtest.URL(t), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// ingestInBatches stores envs in batches of the given size.
+func ingestInBatches(t *testing.T, db *store.DB, envs []*events.Envelope, size int) store.IngestResult {
+	t.Helper()
+	var total store.IngestResult
+	for i := 0; i < len(envs); i += size {
+		res, err := db.Ingest(context.Background(), envs[i:min(i+size, len(envs))], nil)
+		if err != nil {
+			t.Fatalf("ingest: %v", err)
+		}
+		total = total.Add(res)
+	}
+	return total
+}
+
+func podUIDs(envs []*events.Envelope) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range envs {
+		if uid := e.PodUID(); uid != "" && !seen[uid] {
+			seen[uid] = true
+			out = append(out, uid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// timelines reads every pod's timeline from the store.
+func timelines(t *testing.T, db *store.DB, uids []string) map[string]align.Timeline {
+	t.Helper()
+	out := map[string]align.Timeline{}
+	for _, uid := range uids {
+		tl, err := db.Timeline(context.Background(), uid)
+		if err != nil {
+			t.Fatalf("timeline %s: %v", uid, err)
+		}
+		out[uid] = tl
+	}
+	return out
+}
+
+// The SQL projection (incremental merges in Postgres, derivation in the pod_timeline view) and
+// align (a fold in Go over all events) must give the same timeline for every pod.
+func TestProjectionAgreesWithAlign(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	envs := eventgen.Generate(eventgen.Default())
+	ingestInBatches(t, db, envs, 37)
+
+	uids := podUIDs(envs)
+	got := timelines(t, db, uids)
+	for _, uid := range uids {
+		want, ok := align.Build(uid, envs, events.DefaultLabelKeys)
+		if !ok {
+			t.Fatalf("align found no events for %s", uid)
+		}
+		if diff := cmp.Diff(normalize(want), normalize(got[uid])); diff != "" {
+			t.Errorf("pod %s (%s): store and align disagree (-align +store):\n%s", uid, want.Pod.Name, diff)
+		}
+	}
+}
+
+// normalize re-encodes event data so that jsonb's key order and spacing do not count.
+func normalize(tl align.Timeline) align.Timeline {
+	out := tl
+	out.Events = nil
+	for _, e := range tl.Events {
+		e.Data = canonicalJSON(e.Data)
+		out.Events = append(out.Events, e)
+	}
+	return out
+}
+
+// The same events published twice and shuffled, in other batch sizes, give identical
+// timelines and counts.
+func TestDuplicatedShuffledEventsGiveIdenticalProjections(t *testing.T) {
+	t.Parallel()
+	envs := eventgen.Generate(eventgen.Default())
+	inOrder, shuffled := openDB(t), openDB(t)
+	ingestInBatches(t, inOrder, envs, 100)
+
+	twice := append(slices.Clone(envs), envs...)
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(twice), func(i, j int) { twice[i], twice[j] = twice[j], twice[i] })
+	res := ingestInBatches(t, shuffled, twice, 29)
+	if res.Inserted != len(envs) || res.Duplicates != len(envs) {
+		t.Errorf("inserted %d, duplicates %d; want %d each", res.Inserted, res.Duplicates, len(envs))
+	}
+
+	uids := podUIDs(envs)
+	if diff := cmp.Diff(timelines(t, inOrder, uids), timelines(t, shuffled, uids)); diff != "" {
+		t.Errorf("timelines differ (-in order +shuffled twice):\n%s", diff)
+	}
+	if diff := cmp.Diff(stats(t, inOrder), stats(t, shuffled)); diff != "" {
+		t.Errorf("stats differ (-in order +shuffled twice):\n%s", diff)
+	}
+}
+
+func TestRebuildEqualsLive(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	envs := eventgen.Generate(eventgen.Default())
+	ingestInBatches(t, db, envs, 50)
+	uids := podUIDs(envs)
+	live, liveStats := timelines(t, db, uids), stats(t, db)
+
+	res, err := db.Rebuild(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != len(envs) || res.Rejected != 0 {
+		t.Errorf("rebuild read %d events (%d rejected), want %d", res.Events, res.Rejected, len(envs))
+	}
+	if diff := cmp.Diff(live, timelines(t, db, uids)); diff != "" {
+		t.Errorf("rebuilt timelines differ (-live +rebuilt):\n%s", diff)
+	}
+	if diff := cmp.Diff(liveStats, stats(t, db)); diff != "" {
+		t.Errorf("rebuilt stats differ (-live +rebuilt):\n%s", diff)
+	}
+}
+
+func stats(t *testing.T, db *store.DB) store.Stats {
+	t.Helper()
+	s, err := db.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStatsCountEventsByKind(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	envs := eventgen.Generate(eventgen.Default())
+	ingestInBatches(t, db, envs, 200)
+	want := store.Stats{ByKind: map[string]int64{}, PodsTotal: int64(len(podUIDs(envs)))}
+	for _, e := range envs {
+		want.ByKind[string(e.Kind)]++
+		want.EventsTotal++
+		if want.LastEventAt == nil || e.OccurredAt.After(*want.LastEventAt) {
+			at := e.OccurredAt
+			want.LastEventAt = &at
+		}
+	}
+	if diff := cmp.Diff(want, stats(t, db)); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
+
+func TestDeadLettersStoredOncePerStreamPosition(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	dl := store.DeadLetter{Stream: "SCHEDLENS", Seq: 7, Subject: "schedlens.v1.lab.pod_status", Raw: []byte("{not json"), Error: "invalid envelope: not valid JSON\x00\xff"}
+	for range 2 {
+		if _, err := db.Ingest(context.Background(), nil, []store.DeadLetter{dl}); err != nil {
+			t.Fatalf("ingest dead letter: %v", err)
+		}
+	}
+	if got := stats(t, db).DeadLettersTotal; got != 1 {
+		t.Errorf("dead letters = %d, want 1", got)
+	}
+}
+
+func TestTimelineUnknownPod(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	if _, err := db.Timeline(context.Background(), "00000000-0000-0000-0000-000000000000"); err != store.ErrNotFound {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+}

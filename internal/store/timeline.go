@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// summaryColumns are read from the pod_timeline view, in scanSummary's order.
+const summaryColumns = `uid, namespace, name, node, exp_name, exp_arm, exp_run,
+	created, first_unschedulable, scheduled, running, ready, first_success, ended, ended_reason, preempted_by,
+	observed_until, failed_scheduling, restarts, requests, request_errors, first_seen`
+
+func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
+	var (
+		s                             align.Summary
+		ns, name                      *string
+		firstSeen                     time.Time
+		requests, requestErrs, failed int64
+		restarts                      int32
+	)
+	m := &s.Milestones
+	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
+		&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended,
+		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &firstSeen)
+	if err != nil {
+		return align.Summary{}, time.Time{}, err
+	}
+	s.Pod.Namespace, s.Pod.Name = deref(ns), deref(name)
+	for _, t := range []**time.Time{&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended, &s.ObservedUntil} {
+		if *t != nil {
+			u := (*t).UTC()
+			*t = &u
+		}
+	}
+	s.Counts = align.Counts{FailedScheduling: int(failed), Restarts: int(restarts), Requests: int(requests), RequestErrors: int(requestErrs)}
+	s.Durations = align.DurationsOf(s.Milestones)
+	s.Censored = align.Censored(s.Milestones)
+	return s, firstSeen, nil
+}
+
+// Timeline returns a pod's timeline with its listed events in time order, or ErrNotFound.
+func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) {
+	var tl align.Timeline
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		s, _, err := scanSummary(tx.QueryRow(ctx, `SELECT `+summaryColumns+` FROM pod_timeline WHERE uid = $1`, uid))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read pod %s: %w", uid, err)
+		}
+		tl.Summary = s
+		rows, err := tx.Query(ctx, `
+			SELECT id, kind, occurred_at, source, envelope->'data'
+			FROM events WHERE pod_uid = $1 AND kind <> ALL($2)
+			ORDER BY occurred_at, id COLLATE "C"`, uid, unlistedKinds())
+		if err != nil {
+			return fmt.Errorf("read pod %s events: %w", uid, err)
+		}
+		tl.Events = []align.Event{}
+		var e align.Event
+		_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Kind, &e.OccurredAt, &e.Source, &e.Data}, func() error {
+			e.OccurredAt = e.OccurredAt.UTC()
+			tl.Events = append(tl.Events, e)
+			e = align.Event{}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read pod %s events: %w", uid, err)
+		}
+		return nil
+	})
+	return tl, err
+}
+
+func unlistedKinds() []string {
+	var out []string
+	for _, k := range events.Kinds {
+		if !align.Listed(k) {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+// PodFilter selects pods; empty fields match everything.
+type PodFilter struct {
+	Experiment, Arm, Run, Namespace, Node string
+}
+
+// PodPage is one page of pods and the cursor of the next page ("" when this is the last).
+type PodPage struct {
+	Pods       []align.Summary
+	NextCursor string
+}
+
+// ErrBadCursor is returned for a cursor this store did not produce.
+var ErrBadCursor = errors.New("malformed cursor")
+
+type cursor struct {
+	FirstSeen time.Time `json:"t"`
+	UID       string    `json:"u"`
+}
+
+// ListPods returns pods matching f ordered by when they were first seen, then UID, limit at a
+// time. The cursor is opaque; it stays valid while events keep arriving.
+func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string) (PodPage, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	for _, c := range []struct{ col, v string }{
+		{"exp_name", f.Experiment}, {"exp_arm", f.Arm}, {"exp_run", f.Run}, {"namespace", f.Namespace}, {"node", f.Node},
+	} {
+		if c.v != "" {
+			add(c.col+" = $%d", c.v)
+		}
+	}
+	if after != "" {
+		c, err := decodeCursor(after)
+		if err != nil {
+			return PodPage{}, err
+		}
+		args = append(args, c.FirstSeen, c.UID)
+		where = append(where, fmt.Sprintf("(first_seen, uid) > ($%d, $%d)", len(args)-1, len(args)))
+	}
+	q := `SELECT ` + summaryColumns + ` FROM pod_timeline`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	q += fmt.Sprintf(` ORDER BY first_seen, uid LIMIT $%d`, len(args))
+
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return PodPage{}, fmt.Errorf("list pods: %w", err)
+	}
+	defer rows.Close()
+	page := PodPage{Pods: []align.Summary{}}
+	var last cursor
+	for rows.Next() {
+		if len(page.Pods) == limit {
+			page.NextCursor = encodeCursor(last)
+			break
+		}
+		s, firstSeen, err := scanSummary(rows)
+		if err != nil {
+			return PodPage{}, fmt.Errorf("list pods: %w", err)
+		}
+		page.Pods = append(page.Pods, s)
+		last = cursor{FirstSeen: firstSeen, UID: s.Pod.UID}
+	}
+	if err := rows.Err(); err != nil {
+		return PodPage{}, fmt.Errorf("list pods: %w", err)
+	}
+	return page, nil
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.UID == "" || c.FirstSeen.IsZero() {
+		return cursor{}, ErrBadCursor
+	}
+	return c, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
