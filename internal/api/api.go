@@ -52,6 +52,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/pods", s.listPods)
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
 	r.Get("/v1/stats", s.stats)
+	r.Get("/v1/dead-letters", s.deadLetters)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -95,14 +96,9 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit := DefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxLimit {
-			problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be an integer from 1 to %d, got %q", MaxLimit, v))
-			return
-		}
-		limit = n
+	limit, ok := parseLimit(w, r)
+	if !ok {
+		return
 	}
 	f := store.PodFilter{Experiment: q.Get("experiment"), Arm: q.Get("arm"), Run: q.Get("run"), Namespace: q.Get("namespace"), Node: q.Get("node")}
 	page, err := s.db.ListPods(r.Context(), f, limit, q.Get("cursor"))
@@ -128,6 +124,33 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, st)
+}
+
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	limit, ok := parseLimit(w, r)
+	if !ok {
+		return
+	}
+	dl, err := s.db.DeadLetters(r.Context(), limit)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, map[string]any{"dead_letters": dl})
+}
+
+// parseLimit reads ?limit=, answering 400 itself when it is bad.
+func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultLimit, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxLimit {
+		problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be an integer from 1 to %d, got %q", MaxLimit, v))
+		return 0, false
+	}
+	return n, true
 }
 
 // internal logs an unexpected error and answers 500 without leaking its text.

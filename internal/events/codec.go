@@ -49,8 +49,8 @@ func Decode(b []byte) (*Envelope, error) {
 	if !json.Valid(b) {
 		return nil, invalid("", "not valid JSON")
 	}
-	if hasNULEscape(b) {
-		return nil, invalid("", `contains \u0000, which Postgres jsonb cannot store`)
+	if why := unstorableEscape(b); why != "" {
+		return nil, invalid("", "%s", why)
 	}
 	var env Envelope
 	if err := decodeObject(b, &env, ""); err != nil {
@@ -377,22 +377,51 @@ func jsonType(raw []byte) string {
 	}
 }
 
-// hasNULEscape reports whether a JSON text contains the escape \u0000 (preceded by an even
-// number of backslashes), which Go accepts and Postgres jsonb rejects.
-func hasNULEscape(b []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(b[i:], []byte(`\u0000`))
-		if j < 0 {
-			return false
+// unstorableEscape returns why a JSON text cannot be stored as Postgres jsonb although Go
+// accepts it: a \u0000 escape, or a UTF-16 surrogate escape without its pair. "" when neither.
+func unstorableEscape(b []byte) string {
+	for i := 0; i+6 <= len(b); i++ {
+		if b[i] != '\\' {
+			continue
 		}
-		j += i
-		n := 0
-		for k := j - 1; k >= 0 && b[k] == '\\'; k-- {
-			n++
+		if b[i+1] != 'u' {
+			i++ // skip the escaped character, which may itself be a backslash
+			continue
 		}
-		if n%2 == 0 {
-			return true
+		r, ok := hex4(b[i+2 : i+6])
+		switch {
+		case !ok:
+		case r == 0:
+			return `contains \u0000, which Postgres jsonb cannot store`
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+12 > len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+				return "contains an unpaired UTF-16 surrogate escape, which Postgres jsonb cannot store"
+			}
+			if lo, ok := hex4(b[i+8 : i+12]); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return "contains an unpaired UTF-16 surrogate escape, which Postgres jsonb cannot store"
+			}
+			i += 6
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "contains an unpaired UTF-16 surrogate escape, which Postgres jsonb cannot store"
 		}
-		i = j + 1
+		i += 5
 	}
+	return ""
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }

@@ -40,7 +40,10 @@ func CheckSubject(subject string, env *Envelope) error {
 	if err != nil {
 		return &ValidationError{Reason: err.Error()}
 	}
-	if cluster != env.Cluster || kind != env.Kind {
+	switch {
+	case cluster != env.Cluster:
+		return invalid("cluster", "envelope is %s/%s but arrived on subject %q", env.Cluster, env.Kind, subject)
+	case kind != env.Kind:
 		return invalid("kind", "envelope is %s/%s but arrived on subject %q", env.Cluster, env.Kind, subject)
 	}
 	return nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,4 +50,40 @@ func (db *DB) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, fmt.Errorf("read stats: %w", err)
 	}
 	return s, nil
+}
+
+// StoredDeadLetter is a dead letter as stored, with when it arrived.
+type StoredDeadLetter struct {
+	ID         int64     `json:"id"`
+	Stream     string    `json:"stream"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Subject    string    `json:"subject"`
+	Raw        string    `json:"raw"`
+	Error      string    `json:"error"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// DeadLetters returns the newest dead letters first, at most limit.
+func (db *DB) DeadLetters(ctx context.Context, limit int) ([]StoredDeadLetter, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT id, stream, stream_seq, subject, raw, error, received_at
+		FROM dead_letters ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	out := []StoredDeadLetter{}
+	var (
+		d   StoredDeadLetter
+		seq int64
+		raw []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&d.ID, &d.Stream, &seq, &d.Subject, &raw, &d.Error, &d.ReceivedAt}, func() error {
+		d.StreamSeq, d.Raw, d.ReceivedAt = uint64(seq), strings.ToValidUTF8(string(raw), "\uFFFD"), d.ReceivedAt.UTC()
+		out = append(out, d)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
+	return out, nil
 }
