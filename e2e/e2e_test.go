@@ -1,0 +1,338 @@
+// Package e2e runs the three binaries as the README starts them — correlator, api, and
+// `collector replay` — against real NATS JetStream and Postgres, and checks what the API serves.
+package e2e_test
+
+import (
+	"bytes"
+
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/natstest"
+	"github.com/schedlens/schedlens/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds cmd/... once per test process.
+func binaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "schedlens-e2e-bin")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/collector", "../cmd/correlator", "../cmd/api")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// daemon starts a long-running binary and stops it with SIGTERM when the test ends, failing the
+// test if it does not exit cleanly.
+func daemon(t *testing.T, bin string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s exited with %v; log:\n%s", filepath.Base(bin), err, logs.String())
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("%s did not stop on SIGINT; log:\n%s", filepath.Base(bin), logs.String())
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) (int, string, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b
+}
+
+func readSample(t *testing.T) []*events.Envelope {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*events.Envelope
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		env, err := events.Decode(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+// The README's way: correlator and api as daemons, collector replay of the sample; the API then
+// serves the documented timelines.
+func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
+	bin := binaries(t)
+	nats := natstest.Start(t)
+	dbURL := pgtest.URL(t)
+	apiAddr := freeAddr(t)
+	common := []string{"SCHEDLENS_NATS_URL=" + nats.URL(), "SCHEDLENS_DATABASE_URL=" + dbURL}
+
+	daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+freeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
+	daemon(t, bin+"/api", append(common, "SCHEDLENS_HTTP_ADDR="+apiAddr))
+	base := "http://" + apiAddr
+	waitFor(t, "api /readyz", func() bool { code, _, _ := get(t, base+"/readyz"); return code == 200 })
+
+	replay := exec.Command(bin+"/collector", "replay", "../testdata/sample.jsonl")
+	replay.Env = append(os.Environ(), common...)
+	out, err := replay.CombinedOutput()
+	if err != nil {
+		t.Fatalf("collector replay: %v\n%s", err, out)
+	}
+	sample := readSample(t)
+	if want := fmt.Sprintf("published %d envelopes", len(sample)); !strings.Contains(string(out), want) {
+		t.Errorf("replay said %q, want it to contain %q", out, want)
+	}
+
+	var stats struct {
+		EventsTotal int64            `json:"events_total"`
+		PodsTotal   int64            `json:"pods_total"`
+		ByKind      map[string]int64 `json:"by_kind"`
+	}
+	waitFor(t, "all sample events stored", func() bool {
+		_, _, b := get(t, base+"/v1/stats")
+		return json.Unmarshal(b, &stats) == nil && stats.EventsTotal == int64(len(sample))
+	})
+
+	// Every pod's timeline as served equals align's over the sample, including the event list.
+	uids := map[string]bool{}
+	for _, env := range sample {
+		if env.PodUID() != "" {
+			uids[env.PodUID()] = true
+		}
+	}
+	if stats.PodsTotal != int64(len(uids)) {
+		t.Errorf("pods_total = %d, want %d", stats.PodsTotal, len(uids))
+	}
+	for uid := range uids {
+		code, ctype, body := get(t, base+"/v1/pods/"+uid+"/timeline")
+		if code != 200 || ctype != "application/json" {
+			t.Fatalf("timeline %s: %d %s %s", uid, code, ctype, body)
+		}
+		want, _ := align.Build(uid, sample, events.DefaultLabelKeys)
+		wantJSON, _ := json.Marshal(want)
+		if diff := cmp.Diff(decodeJSON(t, wantJSON), decodeJSON(t, body)); diff != "" {
+			t.Errorf("timeline %s (-align +api):\n%s", uid, diff)
+		}
+	}
+
+	// Pages of 5 over one arm walk every pod of that arm exactly once.
+	seen, cursor, pages := map[string]bool{}, "", 0
+	for {
+		url := base + "/v1/pods?experiment=day20&arm=control&limit=5"
+		if cursor != "" {
+			url += "&cursor=" + cursor
+		}
+		code, _, body := get(t, url)
+		if code != 200 {
+			t.Fatalf("list pods: %d %s", code, body)
+		}
+		var page struct {
+			Pods       []align.Summary `json:"pods"`
+			NextCursor *string         `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Pods {
+			if seen[p.Pod.UID] || *p.Experiment.Arm != "control" {
+				t.Errorf("pod %s listed twice or from arm %v", p.Pod.UID, *p.Experiment.Arm)
+			}
+			seen[p.Pod.UID] = true
+		}
+		pages++
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	if len(seen) != 9 || pages != 2 {
+		t.Errorf("control arm: %d pods in %d pages, want 9 pods (3 runs × 3) in 2 pages", len(seen), pages)
+	}
+
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"/v1/pods/not-a-uid/timeline", 400},
+		{"/v1/pods/00000000-0000-0000-0000-000000000000/timeline", 404},
+		{"/v1/pods?limit=0", 400},
+		{"/v1/pods?limit=abc", 400},
+		{"/v1/pods?cursor=garbage", 400},
+		{"/v1/nothing-here", 404},
+	} {
+		code, ctype, body := get(t, base+c.path)
+		var p struct {
+			Status int    `json:"status"`
+			Title  string `json:"title"`
+		}
+		if code != c.code || ctype != "application/problem+json" || json.Unmarshal(body, &p) != nil || p.Status != c.code || p.Title == "" {
+			t.Errorf("GET %s = %d %s %s; want %d application/problem+json", c.path, code, ctype, body, c.code)
+		}
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if code, _, _ := get(t, base+path); code != 200 {
+			t.Errorf("GET %s = %d", path, code)
+		}
+	}
+}
+
+func decodeJSON(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return v
+}
+
+// Invalid lines are reported with their numbers and make the exit status non-zero; the valid
+// lines are still published.
+func TestReplayReportsInvalidLinesAndPublishesTheRest(t *testing.T) {
+	bin := binaries(t)
+	nats := natstest.Start(t)
+	sample := readSample(t)
+	input := strings.Join([]string{
+		string(sample[0].Raw),
+		`{"v":1,"id":"x"}`,
+		"",
+		string(sample[1].Raw),
+		`not json`,
+	}, "\n")
+	cmd := exec.Command(bin+"/collector", "replay", "-")
+	cmd.Env = append(os.Environ(), "SCHEDLENS_NATS_URL="+nats.URL())
+	cmd.Stdin = strings.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+		t.Fatalf("replay with invalid lines: err %v, want a non-zero exit", err)
+	}
+	for _, want := range []string{"line 2: invalid envelope: kind: missing", "line 5: invalid envelope: not valid JSON"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+	if !strings.Contains(stdout.String(), "published 2 envelopes") {
+		t.Errorf("stdout %q: want 2 published", stdout.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	bin := binaries(t)
+	for _, name := range []string{"collector", "correlator", "api"} {
+		help := exec.Command(bin+"/"+name, "-h")
+		out, err := help.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s -h: %v", name, err)
+		}
+		for _, env := range []string{"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR", "SCHEDLENS_METRICS_ADDR"} {
+			documented := strings.Contains(string(out), env)
+			wanted := map[string][]string{
+				"collector":  {"SCHEDLENS_NATS_URL"},
+				"correlator": {"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_METRICS_ADDR"},
+				"api":        {"SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR"},
+			}[name]
+			if !documented && contains(wanted, env) {
+				t.Errorf("%s -h does not document %s:\n%s", name, env, out)
+			}
+		}
+		bad := exec.Command(bin+"/"+name, "-no-such-flag")
+		out, err = bad.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), "usage:") {
+			t.Errorf("%s -no-such-flag: err %v, output %q; want non-zero exit with usage", name, err, out)
+		}
+	}
+	cmd := exec.Command(bin+"/correlator", "migrate")
+	cmd.Env = append(os.Environ(), "SCHEDLENS_BATCH_SIZE=many")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "SCHEDLENS_BATCH_SIZE") {
+		t.Errorf("a bad environment value: err %v, output %q; want a non-zero exit naming the variable", err, out)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
