@@ -103,7 +103,7 @@ SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
          WHERE se.pod_uid = p.uid AND se.reason = 'FailedScheduling')::int AS failed_scheduling,
        p.restarts, p.requests, p.request_errors
 FROM pods p
-CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at, clamp_up(p.scheduled_cond_at, p.created_at)) AS scheduled) s
+CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at, clamp_up(p.scheduled_cond_at, GREATEST(p.created_at, p.first_unschedulable_at))) AS scheduled) s
 CROSS JOIN LATERAL (SELECT CASE WHEN p.running_started_at IS NULL THEN p.running_observed_at
                            ELSE LEAST(clamp_up(p.running_started_at, GREATEST(p.created_at, s.scheduled)), p.running_observed_at)
                            END AS running) r

@@ -170,8 +170,11 @@ func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 	for _, c := range p.Containers {
 		f.Restarts += c.RestartCount
 	}
-	// DisruptionTarget says why a pod is about to go; it names the end but does not end it.
-	if c := p.Condition("DisruptionTarget"); c != nil && c.Status == "True" {
+	// DisruptionTarget says why a pod is about to go; it names the end but does not end it, and
+	// it counts only in a snapshot of the pod's end (the condition is cleared when the
+	// disruption does not happen).
+	ending := p.Deleted || p.Phase == events.PhaseFailed || p.Phase == events.PhaseSucceeded
+	if c := p.Condition("DisruptionTarget"); ending && c != nil && c.Status == "True" {
 		switch c.Reason {
 		case "PreemptionByScheduler":
 			f.EndRank = endRank(EndPreempted)

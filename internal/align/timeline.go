@@ -98,6 +98,9 @@ func Listed(kind events.Kind) bool {
 // Build computes a pod's timeline from all events about it, in any order, duplicates allowed.
 // Events about other pods are ignored. ok is false when no event is about uid.
 func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timeline, ok bool) {
+	if uid == "" {
+		return Timeline{}, false
+	}
 	var f Facts
 	seen := map[string]bool{}
 	var list []Event
@@ -153,7 +156,7 @@ func Derive(f Facts) Summary {
 	created := f.Created
 	scheduled := f.ScheduledEvent
 	if scheduled.IsZero() {
-		scheduled = clampUp(f.ScheduledCond, created)
+		scheduled = clampUp(f.ScheduledCond, maxTime(created, f.FirstUnschedulable))
 	}
 	running := coarseOrObserved(f.RunningStarted, f.RunningObserved, maxTime(created, scheduled))
 	ready := coarseOrObserved(f.ReadyCond, f.ReadyObserved, maxTime(maxTime(created, scheduled), running))

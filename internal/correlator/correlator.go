@@ -86,6 +86,26 @@ func (c *Correlator) Run(ctx context.Context) error {
 	c.logger.Info("consuming", "stream", bus.StreamName, "consumer", c.cfg.Consumer, "batch_size", c.cfg.BatchSize, "batch_wait", c.cfg.BatchWait)
 
 	go c.watchPending(ctx, cons)
+	// The next batch is fetched and decoded while the current one is stored: Go's work
+	// overlaps Postgres'.
+	batches, abort := make(chan []*item, 1), make(chan struct{})
+	defer close(abort)
+	go c.fetch(ctx, cons, batches, abort)
+	for items := range batches {
+		// A fetched batch is finished even if ctx ends meanwhile: stopping halfway would
+		// only cause a redelivery, but finishing it keeps shutdown clean.
+		if err := c.process(context.WithoutCancel(ctx), items); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetch pulls and decodes batches into out until ctx ends, then closes out; every batch it
+// fetched is handed over, so shutdown finishes them all. When Run stops early (abort), a batch it
+// still holds is handed back (Nak) for prompt redelivery.
+func (c *Correlator) fetch(ctx context.Context, cons jetstream.Consumer, out chan<- []*item, abort <-chan struct{}) {
+	defer close(out)
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(c.cfg.BatchSize, jetstream.FetchMaxWait(c.cfg.BatchWait))
 		if err != nil {
@@ -93,20 +113,22 @@ func (c *Correlator) Run(ctx context.Context) error {
 			sleep(ctx, c.cfg.BatchWait)
 			continue
 		}
-		var msgs []jetstream.Msg
+		var items []*item
 		for m := range batch.Messages() {
-			msgs = append(msgs, m)
+			items = append(items, decode(m))
 		}
-		if len(msgs) == 0 {
+		if len(items) == 0 {
 			continue
 		}
-		// The batch is finished even if ctx ends meanwhile: stopping halfway would only
-		// cause a redelivery, but finishing it keeps shutdown clean.
-		if err := c.process(context.WithoutCancel(ctx), msgs); err != nil {
-			return err
+		select {
+		case out <- items:
+		case <-abort:
+			for _, it := range items {
+				_ = it.msg.Nak()
+			}
+			return
 		}
 	}
-	return nil
 }
 
 // item is one delivered message and what became of it.
@@ -116,16 +138,12 @@ type item struct {
 	dead *store.DeadLetter
 }
 
-func (c *Correlator) process(ctx context.Context, msgs []jetstream.Msg) error {
+func (c *Correlator) process(ctx context.Context, items []*item) error {
 	start := time.Now()
-	items := make([]*item, len(msgs))
-	for i, m := range msgs {
-		items[i] = decode(m)
-	}
 	res, err := c.ingest(ctx, items)
 	if err != nil {
 		c.metrics.batchFailures.Inc()
-		c.logger.Error("storing batch failed; it will be redelivered", "messages", len(msgs), "retry_in", c.cfg.RetryDelay, "error", err)
+		c.logger.Error("storing batch failed; it will be redelivered", "messages", len(items), "retry_in", c.cfg.RetryDelay, "error", err)
 		for _, it := range items {
 			_ = it.msg.NakWithDelay(c.cfg.RetryDelay)
 		}
@@ -144,7 +162,7 @@ func (c *Correlator) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		_ = it.msg.Ack()
 	}
-	c.metrics.observe(res, len(msgs), time.Since(start))
+	c.metrics.observe(res, len(items), time.Since(start))
 	return nil
 }
 

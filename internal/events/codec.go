@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"time"
@@ -46,14 +47,11 @@ func Decode(b []byte) (*Envelope, error) {
 	if !utf8.Valid(b) {
 		return nil, invalid("", "not valid UTF-8")
 	}
-	if !json.Valid(b) {
-		return nil, invalid("", "not valid JSON")
-	}
 	if why := unstorableEscape(b); why != "" {
 		return nil, invalid("", "%s", why)
 	}
 	var env Envelope
-	if err := decodeObject(b, &env, ""); err != nil {
+	if err := decodeFast(b, &env, ""); err != nil {
 		return nil, err
 	}
 	env.Raw = b
@@ -163,7 +161,7 @@ func decodePayload(kind Kind, data json.RawMessage) (any, error) {
 	case KindInventory:
 		p = &Inventory{}
 	}
-	if err := decodeObject(data, p, "data"); err != nil {
+	if err := decodeFast(data, p, "data"); err != nil {
 		return nil, err
 	}
 	if v, ok := p.(interface{ validate() error }); ok {
@@ -266,6 +264,25 @@ func ValidUID(s string) bool {
 }
 
 var timeType = reflect.TypeOf(time.Time{})
+
+// decodeFast decodes with encoding/json, which is several times faster than decodeObject, and
+// falls back to decodeObject only when that fails, to name the exact field that is wrong.
+// (encoding/json also matches keys case-insensitively; a message it accepts that way is kept.)
+func decodeFast(raw []byte, dst any, path string) error {
+	// A Decoder scans the input once; json.Unmarshal would validate it in a pass of its own.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	err := dec.Decode(dst)
+	if err == nil && !dec.More() {
+		if _, eof := dec.Token(); eof == io.EOF {
+			return nil
+		}
+	}
+	if !json.Valid(raw) {
+		return invalid(path, "not valid JSON")
+	}
+	reflect.ValueOf(dst).Elem().SetZero()
+	return decodeObject(raw, dst, path)
+}
 
 // decodeObject fills the struct dst points to from a JSON object field by field, so that a type
 // error names the exact path of the field (encoding/json loses it for time and custom types).

@@ -16,7 +16,11 @@ import (
 	"github.com/schedlens/schedlens/internal/store"
 )
 
-func openDB(t *testing.T) *store.DB {
+func openDBB(t testing.TB) *store.DB { return openDBTB(t) }
+
+func openDB(t *testing.T) *store.DB { return openDBTB(t) }
+
+func openDBTB(t testing.TB) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), pgtest.URL(t), slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// benchCluster is the cluster every generated envelope names, hence its subjects
+// schedlens.v1.bench.<kind>.
+const benchCluster = "bench"
+
+// Progress checks while the correlator works.
+const (
+	pollEvery  = 20 * time.Millisecond
+	stallLimit = 2 * time.Minute // no new event stored for this long ends the run
+	publishWin = 2000            // most publishes awaiting their ack, below the client's limit
+)
+
+// generate returns the first n envelopes of an eventgen experiment with enough runs to hold
+// them. Runs are numbered and pod UIDs drawn from one seeded stream, so every id is distinct.
+func generate(n int) ([]*events.Envelope, error) {
+	cfg := eventgen.Default()
+	cfg.Cluster = benchCluster
+	cfg.Runs = 1
+	perRun := len(eventgen.Generate(cfg))
+	cfg.Runs = n/perRun + 1
+	for {
+		envs := eventgen.Generate(cfg)
+		if len(envs) < n {
+			cfg.Runs += cfg.Runs/10 + 1
+			continue
+		}
+		envs = envs[:n]
+		seen := make(map[string]bool, n)
+		for _, env := range envs {
+			if seen[env.ID] {
+				return nil, fmt.Errorf("eventgen produced id %q twice: the end-to-end count could never reach %d", env.ID, n)
+			}
+			seen[env.ID] = true
+		}
+		return envs, nil
+	}
+}
+
+// measureEndToEnd publishes envs to JetStream (untimed), then times a correlator storing them
+// into a fresh, migrated database, from its start until the store counts every event.
+func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, envs []*events.Envelope, cfg correlator.Config, logger, corrLogger *slog.Logger) (figure, error) {
+	external := natsURL != ""
+	if !external {
+		srv, err := startNATS()
+		if err != nil {
+			return figure{}, err
+		}
+		defer srv.close()
+		natsURL = srv.url()
+	}
+	nc, err := bus.Connect(natsURL, "schedlens-bench", logger)
+	if err != nil {
+		return figure{}, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
+	if err != nil {
+		return figure{}, fmt.Errorf("jetstream: %w", err)
+	}
+
+	var size int64
+	for _, env := range envs {
+		size += int64(len(env.Raw))
+	}
+	sc := bus.DefaultStreamConfig()
+	sc.MaxBytes = max(sc.MaxBytes, 2*size) // never discard a message the bench is waiting for
+	stream, err := bus.EnsureStream(ctx, js, sc)
+	if err != nil {
+		return figure{}, err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return figure{}, fmt.Errorf("stream info: %w", err)
+	}
+	if info.State.Msgs > 0 {
+		return figure{}, fmt.Errorf("stream %s on %s already holds %d messages; the bench needs an empty stream (omit -nats-url for an in-process server)", bus.StreamName, natsURL, info.State.Msgs)
+	}
+	if external {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			subject := events.SubjectPrefix + "." + benchCluster + ".>"
+			if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+				logger.Warn("cannot purge the bench's messages", "subject", subject, "error", err)
+			}
+		}()
+	}
+
+	start := time.Now()
+	if err := publish(ctx, js, envs, info.Config.Duplicates); err != nil {
+		return figure{}, err
+	}
+	if info, err = stream.Info(ctx); err != nil {
+		return figure{}, fmt.Errorf("stream info: %w", err)
+	}
+	if info.State.Msgs != uint64(len(envs)) {
+		return figure{}, fmt.Errorf("stream %s holds %d messages after publishing %d", bus.StreamName, info.State.Msgs, len(envs))
+	}
+	logger.Info("published to JetStream (not timed)", "events", len(envs), "bytes", size, "took", time.Since(start).Round(time.Millisecond))
+
+	dbURL, err := pg.createDB(ctx, "e2e")
+	if err != nil {
+		return figure{}, err
+	}
+	db, err := store.Open(ctx, dbURL, corrLogger)
+	if err != nil {
+		return figure{}, err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return figure{}, err
+	}
+	// Opens the pool's connection before timing starts.
+	if _, err := db.Stats(ctx); err != nil {
+		return figure{}, err
+	}
+	c, err := correlator.New(js, db, cfg, corrLogger, prometheus.NewRegistry())
+	if err != nil {
+		return figure{}, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := js.DeleteConsumer(ctx, bus.StreamName, cfg.Consumer); err != nil {
+			logger.Warn("cannot delete the bench consumer", "consumer", cfg.Consumer, "error", err)
+		}
+	}()
+	pg.checkpoint(ctx)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var runErr error
+	finished := make(chan struct{})
+	start = time.Now()
+	go func() { runErr = c.Run(runCtx); close(finished) }()
+	took, err := waitStored(ctx, db, len(envs), start, finished)
+	cancel()
+	<-finished
+	// Acks of the last batch are in the connection's buffer: send them before the consumer goes.
+	_ = nc.FlushTimeout(5 * time.Second)
+	if err != nil {
+		return figure{}, errors.Join(err, runErr)
+	}
+	if s, err := db.Stats(ctx); err == nil {
+		logger.Info("stored end to end", "events", s.EventsTotal, "pods", s.PodsTotal, "took", took.Round(time.Millisecond))
+	}
+	return newFigure(len(envs), took), nil
+}
+
+// publish sends envs asynchronously, keeping at most publishWin unacknowledged, and returns once
+// every one is acknowledged as newly stored.
+func publish(ctx context.Context, js jetstream.JetStream, envs []*events.Envelope, window time.Duration) error {
+	futures := make([]jetstream.PubAckFuture, len(envs))
+	await := func(i int) error {
+		select {
+		case ack := <-futures[i].Ok():
+			if ack.Duplicate {
+				return fmt.Errorf("publish %s: JetStream dropped it as a duplicate: the bench's ids were published less than the stream's duplicate window (%s) ago; wait, or omit -nats-url", envs[i].ID, window)
+			}
+			return nil
+		case err := <-futures[i].Err():
+			return fmt.Errorf("publish %s: %w", envs[i].ID, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for i, env := range envs {
+		if i >= publishWin {
+			if err := await(i - publishWin); err != nil {
+				return err
+			}
+		}
+		f, err := bus.PublishAsync(js, env)
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", env.ID, err)
+		}
+		futures[i] = f
+	}
+	for i := max(len(envs)-publishWin, 0); i < len(envs); i++ {
+		if err := await(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitStored polls the store until it counts n events and returns the time since start. It
+// fails when the correlator stops, dead-letters anything, or stores nothing for stallLimit.
+func waitStored(ctx context.Context, db *store.DB, n int, start time.Time, finished <-chan struct{}) (time.Duration, error) {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	var last int64
+	lastChange := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-finished:
+			return 0, fmt.Errorf("correlator stopped after storing %d of %d events", last, n)
+		case <-t.C:
+		}
+		s, err := db.Stats(ctx)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case s.EventsTotal == int64(n):
+			return time.Since(start), nil
+		case s.EventsTotal > int64(n):
+			return 0, fmt.Errorf("store counts %d events, more than the %d published", s.EventsTotal, n)
+		case s.DeadLettersTotal > 0:
+			return 0, fmt.Errorf("correlator dead-lettered %d messages (see the log)", s.DeadLettersTotal)
+		case s.EventsTotal != last:
+			last, lastChange = s.EventsTotal, time.Now()
+		case time.Since(lastChange) > stallLimit:
+			return 0, fmt.Errorf("correlator stored nothing for %s, stuck at %d of %d events (see the log)", stallLimit, last, n)
+		}
+	}
+}
