@@ -112,6 +112,12 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	// Fast path: a batch with no stored id (the steady state) is copied straight into events.
+	// A copy already stored makes COPY fail on the primary key; the savepoint is rolled back
+	// and the batch goes through the staging table, which skips copies.
+	if all, ok, err := copyNew(ctx, tx, envs, rows); err != nil || ok {
+		return all, err
+	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
 		return nil, fmt.Errorf("copy events to staging: %w", err)
 	}
@@ -133,6 +139,37 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 		return nil, fmt.Errorf("insert events: %w", err)
 	}
 	return inserted, nil
+}
+
+// copyNew copies rows straight into events inside a savepoint. ok is false when some id was
+// already stored (nothing is inserted then); envs, deduplicated, are returned when all were new.
+func copyNew(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, rows [][]any) ([]*events.Envelope, bool, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("savepoint: %w", err)
+	}
+	if _, err := sp.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil {
+			return nil, false, fmt.Errorf("roll back to savepoint: %w", rerr)
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("copy events: %w", err)
+	}
+	if err := sp.Commit(ctx); err != nil {
+		return nil, false, fmt.Errorf("release savepoint: %w", err)
+	}
+	seen := make(map[string]bool, len(rows))
+	out := make([]*events.Envelope, 0, len(rows))
+	for _, env := range envs {
+		if !seen[env.ID] {
+			seen[env.ID] = true
+			out = append(out, env)
+		}
+	}
+	return out, true, nil
 }
 
 func insertDeadLetters(ctx context.Context, tx pgx.Tx, dead []DeadLetter) (int, error) {
