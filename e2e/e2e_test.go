@@ -269,15 +269,17 @@ func TestReplayReportsInvalidLinesAndPublishesTheRest(t *testing.T) {
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	sample := readSample(t)
+	noCluster := strings.Replace(string(sample[2].Raw), `"cluster":"lab",`, "", 1)
 	input := strings.Join([]string{
 		string(sample[0].Raw),
+		noCluster,
 		`{"v":1,"id":"x"}`,
 		"",
 		string(sample[1].Raw),
 		`not json`,
 	}, "\n")
 	cmd := exec.Command(bin+"/collector", "replay", "-")
-	cmd.Env = append(os.Environ(), "SCHEDLENS_NATS_URL="+nats.URL())
+	cmd.Env = append(os.Environ(), "SCHEDLENS_NATS_URL="+nats.URL(), "SCHEDLENS_CLUSTER=lab")
 	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -285,13 +287,13 @@ func TestReplayReportsInvalidLinesAndPublishesTheRest(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
 		t.Fatalf("replay with invalid lines: err %v, want a non-zero exit", err)
 	}
-	for _, want := range []string{"line 2: invalid envelope: kind: missing", "line 5: invalid envelope: not valid JSON"} {
+	for _, want := range []string{"line 3: invalid envelope: kind: missing", "line 6: invalid envelope: not valid JSON"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr %q lacks %q", stderr.String(), want)
 		}
 	}
-	if !strings.Contains(stdout.String(), "published 2 envelopes") {
-		t.Errorf("stdout %q: want 2 published", stdout.String())
+	if !strings.Contains(stdout.String(), "published 3 envelopes") {
+		t.Errorf("stdout %q: want 3 published (one given SCHEDLENS_CLUSTER)", stdout.String())
 	}
 }
 
@@ -303,10 +305,10 @@ func TestFlags(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s -h: %v", name, err)
 		}
-		for _, env := range []string{"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR", "SCHEDLENS_METRICS_ADDR"} {
+		for _, env := range []string{"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR", "SCHEDLENS_METRICS_ADDR", "SCHEDLENS_CLUSTER"} {
 			documented := strings.Contains(string(out), env)
 			wanted := map[string][]string{
-				"collector":  {"SCHEDLENS_NATS_URL"},
+				"collector":  {"SCHEDLENS_NATS_URL", "SCHEDLENS_CLUSTER"},
 				"correlator": {"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_METRICS_ADDR"},
 				"api":        {"SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR"},
 			}[name]

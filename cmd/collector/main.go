@@ -42,12 +42,13 @@ flags:
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var (
-		natsURL string
-		stream  bus.StreamConfig
-		log     config.Logging
+		natsURL, cluster string
+		stream           bus.StreamConfig
+		log              config.Logging
 	)
 	fs := config.New("collector", getenv, stderr)
 	fs.String(&natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
+	fs.String(&cluster, "cluster", config.EnvCluster, "", "cluster name given to envelopes that name none")
 	sdef := bus.DefaultStreamConfig()
 	fs.Duration(&stream.MaxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", sdef.MaxAge, "drop stream messages older than this")
 	fs.Int64(&stream.MaxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", sdef.MaxBytes, "most bytes the stream holds")
@@ -112,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if _, err := bus.EnsureStream(ctx, js, stream); err != nil {
 		return err
 	}
-	res, err := collector.Replay(ctx, js, in, stderr)
+	res, err := collector.Replay(ctx, js, in, cluster, stderr)
 	fmt.Fprintf(stdout, "published %d envelopes (%d already in the stream), %d invalid lines, %d not acknowledged\n",
 		res.Published, res.Duplicates, res.Invalid, res.Failed)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -28,7 +30,9 @@ const maxLine = 16 << 20
 // Replay publishes every valid envelope of a JSONL stream and waits until JetStream has
 // acknowledged each one. Lines that fail validation are reported to errw with their line
 // numbers and skipped; the valid lines are published all the same.
-func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, errw io.Writer) (ReplayResult, error) {
+//
+// cluster, when not empty, is given to envelopes that name none (recordings from one cluster).
+func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, cluster string, errw io.Writer) (ReplayResult, error) {
 	var res ReplayResult
 	type pending struct {
 		line int
@@ -63,7 +67,7 @@ func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, errw io.Wr
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
-		env, err := events.Decode(append([]byte(nil), b...))
+		env, err := decodeLine(append([]byte(nil), b...), cluster)
 		if err != nil {
 			res.Invalid++
 			fmt.Fprintf(errw, "line %d: %v\n", line, err)
@@ -86,4 +90,23 @@ func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, errw io.Wr
 		return res, fmt.Errorf("read line %d: %w", line+1, err)
 	}
 	return res, settle()
+}
+
+// decodeLine decodes one envelope, giving it cluster when it names none.
+func decodeLine(b []byte, cluster string) (*events.Envelope, error) {
+	env, err := events.Decode(b)
+	var verr *events.ValidationError
+	if err == nil || cluster == "" || !errors.As(err, &verr) || verr.Field != "cluster" || verr.Reason != "missing" {
+		return env, err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return nil, err
+	}
+	fields["cluster"], _ = json.Marshal(cluster)
+	filled, merr := json.Marshal(fields)
+	if merr != nil {
+		return nil, err
+	}
+	return events.Decode(filled)
 }
