@@ -100,12 +100,14 @@ func (db *DB) Ingest(ctx context.Context, envs []*events.Envelope, dead []DeadLe
 // insertEvents appends envs through the staging table and returns the ones that were new.
 func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*events.Envelope, error) {
 	byID := make(map[string]*events.Envelope, len(envs))
+	unique := make([]*events.Envelope, 0, len(envs))
 	rows := make([][]any, 0, len(envs))
 	for _, env := range envs {
 		if _, dup := byID[env.ID]; dup {
 			continue
 		}
 		byID[env.ID] = env
+		unique = append(unique, env)
 		rows = append(rows, []any{env.ID, string(env.Kind), env.Cluster, env.Source, env.OccurredAt, env.ObservedAt,
 			nullString(env.PodUID()), nullString(env.Node), env.Raw})
 	}
@@ -115,8 +117,8 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 	// Fast path: a batch with no stored id (the steady state) is copied straight into events.
 	// A copy already stored makes COPY fail on the primary key; the savepoint is rolled back
 	// and the batch goes through the staging table, which skips copies.
-	if all, ok, err := copyNew(ctx, tx, envs, rows); err != nil || ok {
-		return all, err
+	if copied, err := copyNew(ctx, tx, rows); err != nil || copied {
+		return unique, err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
 		return nil, fmt.Errorf("copy events to staging: %w", err)
@@ -141,35 +143,27 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 	return inserted, nil
 }
 
-// copyNew copies rows straight into events inside a savepoint. ok is false when some id was
-// already stored (nothing is inserted then); envs, deduplicated, are returned when all were new.
-func copyNew(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, rows [][]any) ([]*events.Envelope, bool, error) {
+// copyNew copies rows straight into events inside a savepoint. It reports false, having
+// inserted nothing, when some id was already stored.
+func copyNew(ctx context.Context, tx pgx.Tx, rows [][]any) (bool, error) {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("savepoint: %w", err)
+		return false, fmt.Errorf("savepoint: %w", err)
 	}
 	if _, err := sp.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
 		if rerr := sp.Rollback(ctx); rerr != nil {
-			return nil, false, fmt.Errorf("roll back to savepoint: %w", rerr)
+			return false, fmt.Errorf("roll back to savepoint: %w", rerr)
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return nil, false, nil
+			return false, nil
 		}
-		return nil, false, fmt.Errorf("copy events: %w", err)
+		return false, fmt.Errorf("copy events: %w", err)
 	}
 	if err := sp.Commit(ctx); err != nil {
-		return nil, false, fmt.Errorf("release savepoint: %w", err)
+		return false, fmt.Errorf("release savepoint: %w", err)
 	}
-	seen := make(map[string]bool, len(rows))
-	out := make([]*events.Envelope, 0, len(rows))
-	for _, env := range envs {
-		if !seen[env.ID] {
-			seen[env.ID] = true
-			out = append(out, env)
-		}
-	}
-	return out, true, nil
+	return true, nil
 }
 
 func insertDeadLetters(ctx context.Context, tx pgx.Tx, dead []DeadLetter) (int, error) {
