@@ -251,7 +251,7 @@ func TestDecodeValid(t *testing.T) {
 				Cluster: "lab", Source: "collector/lab-0",
 				OccurredAt: at("2026-11-30T04:35:00Z"), ObservedAt: at("2026-11-30T04:35:00.208514Z"),
 				Payload: &events.Inventory{
-					Scope:   map[string]any{"namespaces": []any{"ai-lab"}, "selector": "schedlens.io/experiment"},
+					Scope:   events.Scope{Namespaces: []string{"ai-lab"}, Selector: "schedlens.io/experiment"},
 					PodUIDs: []string{"b1946ac9-2f0e-4d3b-8a3c-6f1d2e7a9c41", "6ee92199-b806-4aed-80ba-6687a24a01b2"},
 				},
 			},

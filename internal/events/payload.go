@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // K8sEvent is a Kubernetes Event about a pod or node (k8s_event). Count is the event series
 // count: every increase is one more occurrence of the same event.
@@ -13,7 +17,44 @@ type K8sEvent struct {
 	EventUID            string  `json:"event_uid,omitempty"`
 	Count               int     `json:"count,omitempty"`
 	Related             *PodRef `json:"related,omitempty"`
+	// Scheduling is the parsed note of a FailedScheduling event; nil for other reasons.
+	Scheduling *SchedulingFailure `json:"scheduling,omitempty"`
 }
+
+// SchedulingFailure is a FailedScheduling note parsed into counts, e.g.
+// "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node
+// affinity/selector. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+type SchedulingFailure struct {
+	Available int           `json:"available"` // nodes that fit ("0" of "0/6")
+	Total     int           `json:"total"`     // nodes considered ("6" of "0/6")
+	Reasons   []ReasonCount `json:"reasons"`   // why the others did not, with node counts
+	// Preemption is the scheduler's "preemption:" clause, nil when the note has none.
+	Preemption *PreemptionAttempt `json:"preemption,omitempty"`
+}
+
+// ReasonCount is one reason in a scheduler note and the number of nodes it applied to.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Nodes  int    `json:"nodes"`
+}
+
+// PreemptionAttempt is the outcome of the preemption clause of a FailedScheduling note.
+type PreemptionAttempt struct {
+	// Outcome is "victims_found" ("found a potential placement … preempting N victims"),
+	// "not_helpful" (every node says preemption is not helpful) or "no_placement" otherwise.
+	Outcome string        `json:"outcome"`
+	Node    string        `json:"node,omitempty"`    // the nominated node, when victims were found
+	Victims int           `json:"victims,omitempty"` // how many victims, when found
+	Reasons []ReasonCount `json:"reasons,omitempty"` // per-node reasons of the clause
+	Note    string        `json:"note"`              // the clause as the scheduler wrote it
+}
+
+// Preemption outcomes.
+const (
+	PreemptionVictimsFound = "victims_found"
+	PreemptionNotHelpful   = "not_helpful"
+	PreemptionNoPlacement  = "no_placement"
+)
 
 // Scheduler event reasons that drive milestones.
 const (
@@ -72,6 +113,75 @@ type PodStatus struct {
 	Deleted           bool              `json:"deleted,omitempty"`
 	Owner             *Owner            `json:"owner,omitempty"`
 	ResourceVersion   string            `json:"resource_version,omitempty"`
+
+	// GPU, Placement and Scope are schedlens additions beside the contract fields: how the
+	// pod uses GPUs, the placement rules it was scheduled under, and the collector scope it
+	// was seen in (which inventory may end it).
+	GPU       *GPU       `json:"gpu,omitempty"`
+	Placement *Placement `json:"placement,omitempty"`
+	Scope     *Scope     `json:"scope,omitempty"`
+}
+
+// GPU says how a pod uses GPUs, derived from its requests and, once it is bound, its node's
+// labels (NVIDIA device plugin and GPU feature discovery conventions): the pod spec alone cannot
+// tell an exclusive GPU from a time-sliced or MPS replica.
+type GPU struct {
+	Resource string `json:"resource"` // nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, …
+	Count    int64  `json:"count"`    // devices (or replicas, or MIG slices) requested
+	// Model is the node's nvidia.com/gpu.product without the -SHARED or -MIG-… suffix the
+	// device plugin appends; empty until the pod is bound to a labelled node.
+	Model string `json:"model,omitempty"`
+	// Sharing is one of SharingExclusive, SharingTimeSlicing, SharingMPS, SharingMIG, or
+	// SharingUnknown while the pod is not bound.
+	Sharing    string `json:"sharing"`
+	MIGProfile string `json:"mig_profile,omitempty"` // e.g. 1g.10gb
+	Replicas   int    `json:"replicas,omitempty"`    // nvidia.com/gpu.replicas: pods per physical GPU
+}
+
+// GPU sharing modes.
+const (
+	SharingExclusive   = "exclusive"
+	SharingTimeSlicing = "time-slicing"
+	SharingMPS         = "mps"
+	SharingMIG         = "mig"
+	SharingUnknown     = "unknown"
+)
+
+// Placement summarises the rules a pod was scheduled under, compactly enough to group by.
+type Placement struct {
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	// Required holds one entry per required node selector term (terms are ORed), e.g.
+	// "accelerator In (nvidia-gpu)"; expressions within a term are joined by " && ".
+	Required []string `json:"required,omitempty"`
+	// Preferred holds one entry per preferred term, prefixed by its weight: "50: gpu-model In (H100)".
+	Preferred        []string `json:"preferred,omitempty"`
+	PodAffinity      int      `json:"pod_affinity,omitempty"`      // pod (anti-)affinity terms, counted
+	PodAntiAffinity  int      `json:"pod_anti_affinity,omitempty"` // (required + preferred)
+	PriorityClass    string   `json:"priority_class,omitempty"`
+	Priority         *int32   `json:"priority,omitempty"`
+	PreemptionPolicy string   `json:"preemption_policy,omitempty"`
+	// Tolerations lists tolerations as "key op value:effect", leaving out the not-ready and
+	// unreachable ones the DefaultTolerationSeconds admission plugin adds to every pod.
+	Tolerations []string `json:"tolerations,omitempty"`
+}
+
+// Scope is what a collector watches: pods in Namespaces (all when empty) matching Selector.
+type Scope struct {
+	Namespaces []string `json:"namespaces,omitempty"`
+	Selector   string   `json:"selector"`
+}
+
+// Key is a canonical, never-empty string for the scope: pods and inventories with the same key
+// were seen by collectors watching the same thing.
+func (s Scope) Key() string {
+	ns := slices.Clone(s.Namespaces)
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	all := "*"
+	if len(ns) > 0 {
+		all = strings.Join(ns, ",")
+	}
+	return "namespaces=" + all + ";selector=" + s.Selector
 }
 
 // Pod phases.
@@ -133,9 +243,11 @@ type Request struct {
 }
 
 // Inventory lists every pod in the collector's scope after a full list (inventory).
+// Its occurred_at is when the list was started: a pod last seen before then and not listed
+// was deleted unobserved.
 type Inventory struct {
-	Scope   map[string]any `json:"scope,omitempty"`
-	PodUIDs []string       `json:"pod_uids"`
+	Scope   Scope    `json:"scope"`
+	PodUIDs []string `json:"pod_uids"`
 }
 
 // Experiment is an experiment definition, as in the experiment ConfigMap (experiment).
@@ -148,4 +260,6 @@ type Experiment struct {
 	Baseline   string         `json:"baseline,omitempty"`
 	Arms       any            `json:"arms,omitempty"`
 	Thresholds map[string]any `json:"thresholds,omitempty"`
+	// Errors lists values of the definition that could not be parsed (kept raw in their field).
+	Errors []string `json:"errors,omitempty"`
 }
