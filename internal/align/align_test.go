@@ -94,6 +94,8 @@ func kindOf(t testing.TB, payload any) events.Kind {
 		return events.KindGPUSample
 	case *events.Request:
 		return events.KindRequest
+	case *events.Inventory:
+		return events.KindInventory
 	}
 	t.Fatalf("no kind for payload %T", payload)
 	return ""
@@ -222,10 +224,22 @@ func timeline(t *testing.T, uid string, envs []*events.Envelope) align.Timeline 
 		}
 		f.Merge(ef)
 	}
+	f.ApplyInventories(inventories(envs))
 	if diff := cmp.Diff(tl.Summary, align.Derive(f)); diff != "" {
 		t.Errorf("Build and Derive(merged FactsOf) disagree (-build +derive):\n%s", diff)
 	}
 	return tl
+}
+
+// inventories returns the inventory envelopes among envs.
+func inventories(envs []*events.Envelope) []align.Inventory {
+	var out []align.Inventory
+	for _, env := range envs {
+		if inv, ok := align.InventoryOf(env); ok {
+			out = append(out, inv)
+		}
+	}
+	return out
 }
 
 type viewCase struct {

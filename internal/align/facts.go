@@ -50,6 +50,13 @@ type Facts struct {
 
 	FirstSeen, LastSeen time.Time
 
+	// ScopeKey is the collector scope the pod was seen in (events.Scope.Key); AliveAt the last
+	// time it was known to exist: a snapshot's observation, or an inventory that listed it.
+	// UnobservedEnd is set by ApplyInventories, never merged.
+	ScopeKey      string
+	AliveAt       time.Time
+	UnobservedEnd time.Time
+
 	Created            time.Time // creation_timestamp, to the second
 	FirstUnschedulable time.Time // earliest FailedScheduling
 	ScheduledEvent     time.Time // the scheduler's Scheduled event, µs
@@ -146,6 +153,10 @@ func (f *Facts) addK8sEvent(env *events.Envelope, e *events.K8sEvent) {
 
 func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 	at := env.OccurredAt
+	f.AliveAt = env.ObservedAt
+	if p.Scope != nil {
+		f.ScopeKey = p.Scope.Key()
+	}
 	if p.CreationTimestamp != nil {
 		f.Created = us(*p.CreationTimestamp)
 	}
@@ -207,6 +218,8 @@ func (f *Facts) Merge(o Facts) {
 	f.Experiment.Run = minString(f.Experiment.Run, o.Experiment.Run)
 	f.FirstSeen = minTime(f.FirstSeen, o.FirstSeen)
 	f.LastSeen = maxTime(f.LastSeen, o.LastSeen)
+	f.ScopeKey = minString(f.ScopeKey, o.ScopeKey)
+	f.AliveAt = maxTime(f.AliveAt, o.AliveAt)
 	f.Created = minTime(f.Created, o.Created)
 	f.FirstUnschedulable = minTime(f.FirstUnschedulable, o.FirstUnschedulable)
 	if earlierNode(o.ScheduledEvent, o.ScheduledEventNode, f.ScheduledEvent, f.ScheduledEventNode) {
@@ -230,6 +243,50 @@ func (f *Facts) Merge(o Facts) {
 			f.Series = map[SeriesKey]int{}
 		}
 		f.Series[k] = max(f.Series[k], n)
+	}
+}
+
+// Inventory is a full list of the pods in one collector scope (an inventory envelope).
+type Inventory struct {
+	Cluster, ScopeKey string
+	ListedAt          time.Time // when the list was started
+	UIDs              map[string]bool
+}
+
+// InventoryOf reads an inventory envelope; false for other kinds.
+func InventoryOf(env *events.Envelope) (Inventory, bool) {
+	p, ok := env.Payload.(*events.Inventory)
+	if !ok {
+		return Inventory{}, false
+	}
+	inv := Inventory{Cluster: env.Cluster, ScopeKey: p.Scope.Key(), ListedAt: env.OccurredAt, UIDs: make(map[string]bool, len(p.PodUIDs))}
+	for _, uid := range p.PodUIDs {
+		inv.UIDs[strings.ToLower(uid)] = true
+	}
+	return inv, true
+}
+
+// ApplyInventories ends a pod that was deleted while no collector watched: an inventory of the
+// pod's cluster and scope that was listed after the pod was last known alive, and does not list
+// it, proves it gone by then. Inventories that list the pod prove it alive, so the rule is
+// order-free: AliveAt = latest of its snapshots and listing inventories; UnobservedEnd = earliest
+// non-listing inventory after AliveAt. The end is bounded below by AliveAt and above by
+// UnobservedEnd. Pods seen in no scope (replayed files) are never ended this way.
+func (f *Facts) ApplyInventories(invs []Inventory) {
+	f.UnobservedEnd = time.Time{}
+	if f.ScopeKey == "" {
+		return
+	}
+	uid := strings.ToLower(f.UID)
+	for _, inv := range invs {
+		if inv.Cluster == f.Cluster && inv.ScopeKey == f.ScopeKey && inv.UIDs[uid] {
+			f.AliveAt = maxTime(f.AliveAt, inv.ListedAt)
+		}
+	}
+	for _, inv := range invs {
+		if inv.Cluster == f.Cluster && inv.ScopeKey == f.ScopeKey && !inv.UIDs[uid] && inv.ListedAt.After(f.AliveAt) {
+			f.UnobservedEnd = minTime(f.UnobservedEnd, inv.ListedAt)
+		}
 	}
 }
 

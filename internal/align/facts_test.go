@@ -121,6 +121,7 @@ func TestMergeGroupings(t *testing.T) {
 			}
 		}
 		tl, _ := align.Build(uid, envs, events.DefaultLabelKeys)
+		inOrder.ApplyInventories(inventories(envs))
 		if diff := cmp.Diff(tl.Summary, align.Derive(inOrder)); diff != "" {
 			t.Errorf("pod %s: Derive(merged facts) differs from Build (-build +derive):\n%s", uid, diff)
 		}

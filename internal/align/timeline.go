@@ -96,7 +96,7 @@ func Listed(kind events.Kind) bool {
 }
 
 // Build computes a pod's timeline from all events about it, in any order, duplicates allowed.
-// Events about other pods are ignored. ok is false when no event is about uid.
+// Events about other pods are ignored; inventories among envs may end the pod (ApplyInventories). ok is false when no event is about uid.
 func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timeline, ok bool) {
 	if uid == "" {
 		return Timeline{}, false
@@ -104,7 +104,12 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	var f Facts
 	seen := map[string]bool{}
 	var list []Event
+	var invs []Inventory
 	for _, env := range envs {
+		if inv, ok := InventoryOf(env); ok {
+			invs = append(invs, inv)
+			continue
+		}
 		if env.PodUID() != uid || seen[env.ID] {
 			continue
 		}
@@ -118,6 +123,7 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	if len(seen) == 0 {
 		return Timeline{}, false
 	}
+	f.ApplyInventories(invs)
 	SortEvents(list)
 	return Timeline{Summary: Derive(f), Events: list}, true
 }
@@ -174,17 +180,23 @@ func Derive(f Facts) Summary {
 	m.Running = timePtr(running)
 	m.Ready = timePtr(ready)
 	m.FirstSuccess = timePtr(f.FirstSuccess)
-	if !f.EndedAt.IsZero() {
+	// A pod that ended unobserved keeps its last event as observed_until: its end lies in
+	// (observed_until, ended].
+	until := f.EndedAt
+	switch {
+	case !f.EndedAt.IsZero():
 		m.Ended = timePtr(f.EndedAt)
 		tl.EndedReason = strPtr(EndReasons[f.EndRank])
+	case !f.UnobservedEnd.IsZero():
+		m.Ended = timePtr(f.UnobservedEnd)
+		tl.EndedReason = strPtr(EndDeletedUnobserved)
+		until = f.LastSeen
+	default:
+		until = f.LastSeen
 	}
 
 	tl.Durations = DurationsOf(tl.Milestones)
 
-	until := f.EndedAt
-	if until.IsZero() {
-		until = f.LastSeen
-	}
 	tl.ObservedUntil = timePtr(until)
 	tl.Censored = Censored(tl.Milestones)
 	return tl

@@ -25,6 +25,10 @@ type Config struct {
 	PodsPerArm     int // per arm and run
 	RequestsPerPod int // probe requests per pod, starting at Running
 	Start          time.Time
+	// Scope, when set, is carried in pod snapshots, and an inventory of the pods alive is
+	// emitted after each run; the first run's oversized pod is deleted while nobody watches, so
+	// only the second inventory can end it (deleted_unobserved).
+	Scope *events.Scope
 }
 
 // Default is the day20 experiment in miniature: four arms, three runs, a few pods each.
@@ -33,14 +37,16 @@ func Default() Config {
 		Seed: 20, Cluster: "lab", Namespace: "ai-lab", Experiment: "day20",
 		Arms: []string{"control", "affinity", "priority", "sharing"}, Runs: 3, PodsPerArm: 3,
 		RequestsPerPod: 12, Start: time.Date(2026, 11, 30, 4, 32, 0, 0, time.UTC),
+		Scope: &events.Scope{Namespaces: []string{"ai-lab"}, Selector: events.LabelExperiment},
 	}
 }
 
 // Generate returns the envelopes of cfg's experiment in the order a collector would publish
 // them (roughly by time). Every id is deterministic.
 func Generate(cfg Config) []*events.Envelope {
-	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000}
+	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}}
 	t := cfg.Start
+	var vanished string
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			for i := 1; i <= cfg.PodsPerArm; i++ {
@@ -49,10 +55,35 @@ func Generate(cfg Config) []*events.Envelope {
 			}
 		}
 		// One pod per run asks for more GPUs than any node has: never scheduled, censored.
-		g.oversized(strconv.Itoa(run), t)
+		oversized := g.oversized(strconv.Itoa(run), t)
 		t = t.Add(30 * time.Second)
+		if cfg.Scope != nil {
+			if run == 2 {
+				g.life[vanished].gone = t.Add(-time.Second) // deleted, and no one saw it
+			}
+			g.inventory(run, t)
+		}
+		if run == 1 {
+			vanished = oversized
+		}
 	}
 	return g.out
+}
+
+// life is when a pod was first and last known to exist, for inventories.
+type life struct{ seen, gone time.Time }
+
+// inventory lists the pods a collector listing at t would find: seen by then, not yet gone.
+func (g *gen) inventory(run int, t time.Time) {
+	uids := []string{}
+	for _, uid := range g.order {
+		l := g.life[uid]
+		if !l.seen.After(t) && (l.gone.IsZero() || l.gone.After(t)) {
+			uids = append(uids, uid)
+		}
+	}
+	g.emit(events.KindInventory, fmt.Sprintf("inventory/%s/eventgen/%d", g.cfg.Cluster, run), t, nil, "",
+		&events.Inventory{Scope: *g.cfg.Scope, PodUIDs: uids})
 }
 
 type gen struct {
@@ -62,6 +93,9 @@ type gen struct {
 	seq  int
 	out  []*events.Envelope
 	node int
+	// life and order track each pod's observed existence (for inventories), in creation order.
+	life  map[string]*life
+	order []string
 }
 
 func (g *gen) uid() string {
@@ -118,6 +152,18 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 	}
 	if mutate != nil {
 		mutate(s)
+	}
+	if g.cfg.Scope != nil {
+		s.Scope = g.cfg.Scope
+	}
+	l := g.life[p.ref.UID]
+	if l == nil {
+		l = &life{seen: at}
+		g.life[p.ref.UID] = l
+		g.order = append(g.order, p.ref.UID)
+	}
+	if s.Deleted {
+		l.gone = at
 	}
 	g.emit(events.KindPodStatus, p.ref.UID+"/"+s.ResourceVersion, at, &p.ref, p.node, s)
 }
@@ -274,8 +320,9 @@ func (g *gen) preemptVictim(run string, i int, at time.Time, preemptor *podState
 	})
 }
 
-// oversized generates a pod asking for 3 GPUs: FailedScheduling forever, never scheduled.
-func (g *gen) oversized(run string, at time.Time) {
+// oversized generates a pod asking for 3 GPUs: FailedScheduling forever, never scheduled. It
+// returns the pod's UID.
+func (g *gen) oversized(run string, at time.Time) string {
 	p := g.newPod("oversized", run, 1, at)
 	g.snapshot(p, at.Add(g.ms(2, 20)), events.PhasePending, nil)
 	evUID := g.uid()
@@ -285,4 +332,5 @@ func (g *gen) oversized(run string, at time.Time) {
 		g.k8sEvent(p, t, events.ReasonFailedScheduling, "Warning", "Scheduling", note, evUID, c)
 		t = t.Add(time.Duration(c) * 5 * time.Second)
 	}
+	return p.ref.UID
 }

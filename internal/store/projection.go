@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,12 +19,15 @@ var podColumns = []string{
 	"created_at", "first_unschedulable_at", "scheduled_event_at", "scheduled_event_node", "scheduled_cond_at",
 	"status_node", "running_started_at", "running_observed_at", "ready_cond_at", "ready_observed_at",
 	"first_success_at", "ended_at", "end_rank", "preempted_by", "restarts", "requests", "request_errors",
+	"scope_key", "alive_at",
 }
+
+var podColumnList = strings.Join(podColumns, ", ")
 
 // mergePods folds the staged facts into pods with the same rules as align.Facts.Merge: earliest
 // time, smallest non-empty string, largest rank and restart count, summed request counts.
-const mergePods = `
-INSERT INTO pods SELECT * FROM stage_pods ORDER BY uid
+var mergePods = `
+INSERT INTO pods (` + podColumnList + `) SELECT ` + podColumnList + ` FROM stage_pods ORDER BY uid
 ON CONFLICT (uid) DO UPDATE SET
     cluster                = LEAST(pods.cluster, excluded.cluster),
     namespace              = LEAST(pods.namespace, excluded.namespace),
@@ -51,7 +55,35 @@ ON CONFLICT (uid) DO UPDATE SET
     preempted_by           = LEAST(pods.preempted_by, excluded.preempted_by),
     restarts               = GREATEST(pods.restarts, excluded.restarts),
     requests               = pods.requests + excluded.requests,
-    request_errors         = pods.request_errors + excluded.request_errors`
+    request_errors         = pods.request_errors + excluded.request_errors,
+    scope_key              = LEAST(pods.scope_key, excluded.scope_key),
+    alive_at               = GREATEST(pods.alive_at, excluded.alive_at)`
+
+// endUnobserved applies align.Facts.ApplyInventories to the pods touched by a batch ($1) and,
+// for each scope a new inventory covers ($2 clusters, $3 scope keys), to its pods not yet ended
+// by an observed event (for those the view ignores unobserved_end_at). It recomputes from every
+// stored inventory, so the result does not depend on the order events arrived in.
+const endUnobserved = `
+WITH target AS (
+    SELECT p.uid FROM pods p
+    WHERE p.scope_key IS NOT NULL
+      AND (p.uid = ANY($1) OR (p.ended_at IS NULL
+           AND (p.cluster, p.scope_key) IN (SELECT * FROM unnest($2::text[], $3::text[]))))
+    ORDER BY p.uid FOR UPDATE
+), alive AS (
+    SELECT p.uid, p.cluster, p.scope_key,
+           GREATEST(p.alive_at, (SELECT max(i.listed_at) FROM inventories i
+                                 WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key
+                                   AND i.pod_uids @> ARRAY[lower(p.uid)])) AS alive_at
+    FROM pods p JOIN target USING (uid)
+)
+UPDATE pods p SET alive_at = a.alive_at,
+    unobserved_end_at = (SELECT min(i.listed_at) FROM inventories i
+                         WHERE i.cluster = a.cluster AND i.scope_key = a.scope_key
+                           AND i.listed_at > a.alive_at AND NOT i.pod_uids @> ARRAY[lower(a.uid)])
+FROM alive a WHERE p.uid = a.uid`
+
+var inventoryColumns = []string{"id", "cluster", "scope_key", "listed_at", "pod_uids"}
 
 const mergeSeries = `
 INSERT INTO pod_event_series (pod_uid, reason, series_key, max_count)
@@ -77,6 +109,8 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 		last time.Time
 	}
 	kinds := map[events.Kind]*kindCount{}
+	var invRows [][]any
+	invScopes := map[[2]string]bool{}
 	for _, env := range envs {
 		kc := kinds[env.Kind]
 		if kc == nil {
@@ -86,6 +120,11 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 		kc.n++
 		if env.OccurredAt.After(kc.last) {
 			kc.last = env.OccurredAt
+		}
+		if inv, ok := align.InventoryOf(env); ok {
+			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, slices.Sorted(maps.Keys(inv.UIDs))})
+			invScopes[[2]string{inv.Cluster, inv.ScopeKey}] = true
+			continue
 		}
 		f, ok := align.FactsOf(env, db.keys)
 		if !ok {
@@ -99,10 +138,13 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 	}
 
 	podRows := make([][]any, 0, len(pods))
-	var sUID, sReason, sKey []string
+	var sUID, sReason, sKey, scoped []string
 	var sCount []int32
 	for _, f := range pods {
 		podRows = append(podRows, podRow(f))
+		if f.ScopeKey != "" {
+			scoped = append(scoped, f.UID)
+		}
 		for k, n := range f.Series {
 			sUID, sReason, sKey, sCount = append(sUID, f.UID), append(sReason, k.Reason), append(sKey, k.Key), append(sCount, int32(n))
 		}
@@ -111,6 +153,15 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_pods"}, podColumns, pgx.CopyFromRows(podRows)); err != nil {
 			return fmt.Errorf("copy pod facts to staging: %w", err)
 		}
+	}
+	if len(invRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"inventories"}, inventoryColumns, pgx.CopyFromRows(invRows)); err != nil {
+			return fmt.Errorf("copy inventories: %w", err)
+		}
+	}
+	var iCluster, iScope []string
+	for k := range invScopes {
+		iCluster, iScope = append(iCluster, k[0]), append(iScope, k[1])
 	}
 	var kName []string
 	var kN []int64
@@ -125,6 +176,10 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 	}
 	if len(sUID) > 0 {
 		b.Queue(mergeSeries, sUID, sReason, sKey, sCount)
+	}
+	if len(scoped) > 0 || len(iCluster) > 0 {
+		slices.Sort(scoped)
+		b.Queue(endUnobserved, scoped, iCluster, iScope)
 	}
 	b.Queue(mergeKindCounts, kName, kN, kLast)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -142,6 +197,7 @@ func podRow(f *align.Facts) []any {
 		nullTime(f.ScheduledCond), nullString(f.StatusNode), nullTime(f.RunningStarted), nullTime(f.RunningObserved),
 		nullTime(f.ReadyCond), nullTime(f.ReadyObserved), nullTime(f.FirstSuccess), nullTime(f.EndedAt),
 		int32(f.EndRank), nullString(f.PreemptedBy), int32(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
+		nullString(f.ScopeKey), nullTime(f.AliveAt),
 	}
 }
 
@@ -165,7 +221,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

@@ -1,0 +1,140 @@
+package align_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+var (
+	labScope   = events.Scope{Namespaces: []string{"ai-lab"}, Selector: "schedlens.io/experiment"}
+	otherScope = events.Scope{Selector: "app=other"}
+)
+
+// inScope is a running pod snapshot as the collector publishes it, with the scope it watched.
+func inScope(scope events.Scope) *events.PodStatus {
+	p := running("04:32:00", "gpu-node-1", nil)
+	p.Scope = &scope
+	return p
+}
+
+func inventory(scope events.Scope, uids ...string) *events.Inventory {
+	return &events.Inventory{Scope: scope, PodUIDs: append([]string{}, uids...)}
+}
+
+func TestBuildInventory(t *testing.T) {
+	seen := ev{"x/1", podX, "04:32:02", "gpu-node-1", inScope(labScope)}
+	unobserved := func(ended string) view {
+		return view{
+			Node:          "gpu-node-1",
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": ended},
+			EndedReason:   "deleted_unobserved",
+			Durations:     map[string]string{},
+			ObservedUntil: "2026-11-30T04:32:02Z",
+			Censored:      []string{"scheduled", "ready", "first_success"},
+		}
+	}
+	alive := view{
+		Node:          "gpu-node-1",
+		Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z"},
+		Durations:     map[string]string{},
+		ObservedUntil: "2026-11-30T04:32:02Z",
+		Censored:      []string{"scheduled", "ready", "first_success"},
+	}
+	cases := []struct {
+		name string
+		evs  []ev
+		want view
+	}{
+		{
+			name: "a list after the pod was last seen that does not name it ends it, bounded by the sighting",
+			evs:  []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
+			want: unobserved("2026-11-30T04:40:00Z"),
+		},
+		{
+			name: "the earliest such list bounds the end",
+			evs: []ev{seen,
+				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)},
+				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
+			want: unobserved("2026-11-30T04:40:00Z"),
+		},
+		{
+			name: "a list that names the pod proves it alive until then",
+			evs: []ev{seen,
+				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidX)},
+				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)}},
+			want: unobserved("2026-11-30T04:50:00Z"),
+		},
+		{
+			name: "a list that started before the pod was seen says nothing about it",
+			evs:  []ev{seen, {"inv/0", events.PodRef{}, "04:31:00", "", inventory(labScope)}},
+			want: alive,
+		},
+		{
+			name: "a list of another scope says nothing about it",
+			evs:  []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(otherScope)}},
+			want: alive,
+		},
+		{
+			name: "the same scope named in another order is the same scope",
+			evs: []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(events.Scope{
+				Namespaces: []string{"ai-lab", "ai-lab"}, Selector: labScope.Selector})}},
+			want: unobserved("2026-11-30T04:40:00Z"),
+		},
+		{
+			name: "an observed deletion wins over an unobserved one",
+			evs: []ev{seen,
+				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
+				{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
+					p := inScope(labScope)
+					p.Deleted = true
+					return p
+				}()}},
+			want: view{
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:35:00Z"},
+				EndedReason:   "deleted",
+				Durations:     map[string]string{},
+				ObservedUntil: "2026-11-30T04:35:00Z",
+				Censored:      []string{"scheduled", "ready", "first_success"},
+			},
+		},
+		{
+			name: "a pod seen in no scope (a replayed file) is never ended by a list",
+			evs: []ev{{"x/1", podX, "04:32:02", "gpu-node-1", running("04:32:00", "gpu-node-1", nil)},
+				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)}},
+			want: alive,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			envs := envelopes(t, tc.evs)
+			for i := range 5 {
+				rand.New(rand.NewPCG(uint64(i), 7)).Shuffle(len(envs), func(a, b int) { envs[a], envs[b] = envs[b], envs[a] })
+				tl, ok := align.Build(uidX, envs, events.DefaultLabelKeys)
+				if !ok {
+					t.Fatal("Build: no timeline")
+				}
+				if diff := cmp.Diff(tc.want, viewOf(tl.Summary)); diff != "" {
+					t.Fatalf("order %d: summary (-want +got):\n%s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildInventoryOtherCluster(t *testing.T) {
+	envs := envelopes(t, []ev{
+		{"x/1", podX, "04:32:02", "gpu-node-1", inScope(labScope)},
+		{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
+	})
+	envs[1].Cluster = "prod"
+	tl, _ := align.Build(uidX, envs, events.DefaultLabelKeys)
+	if tl.EndedReason != nil {
+		t.Errorf("ended_reason = %q; an inventory of another cluster must not end the pod", *tl.EndedReason)
+	}
+}
