@@ -1,5 +1,6 @@
 // Command collector publishes what happens to GPU pods as schedlens envelopes on NATS JetStream.
-// `collector replay FILE` publishes recorded envelopes (JSONL; - for stdin).
+// `collector run` (the default) watches a cluster; `collector replay FILE` publishes recorded
+// envelopes (JSONL; - for stdin).
 package main
 
 import (
@@ -8,17 +9,27 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/ops"
 )
 
 func main() {
@@ -30,9 +41,12 @@ func main() {
 	}
 }
 
-const usageText = `usage: collector replay [flags] FILE
+const usageText = `usage: collector [run] [flags]
+       collector replay [flags] FILE
 
 commands:
+  run           (default) watch the cluster — pods in scope, events.k8s.io events about them and
+                about nodes, nodes, experiment ConfigMaps — and publish envelopes until stopped
   replay FILE   publish every envelope of a JSONL file (- for stdin) and exit once JetStream
                 has acknowledged them all; invalid lines are reported with their line numbers,
                 the valid ones are still published, and the exit status is then 1
@@ -40,44 +54,65 @@ commands:
 flags:
 `
 
+// options are the collector's settings; flags with SCHEDLENS_* environment defaults.
+type options struct {
+	natsURL, cluster, source string
+	stream                   bus.StreamConfig
+	log                      config.Logging
+
+	kubeconfig, namespaces, selector string
+	labels                           events.LabelKeys
+	metricsAddr                      string
+	resync, inventoryEvery           time.Duration
+	buffer                           int
+}
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var (
-		natsURL, cluster string
-		stream           bus.StreamConfig
-		log              config.Logging
-	)
+	var o options
 	fs := config.New("collector", getenv, stderr)
-	fs.String(&natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
-	fs.String(&cluster, "cluster", config.EnvCluster, "", "cluster name given to envelopes that name none")
+	fs.String(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
+	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run: default \"default\"; replay: given to envelopes that name none)")
 	sdef := bus.DefaultStreamConfig()
-	fs.Duration(&stream.MaxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", sdef.MaxAge, "drop stream messages older than this")
-	fs.Int64(&stream.MaxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", sdef.MaxBytes, "most bytes the stream holds")
-	fs.Duration(&stream.Duplicates, "stream-duplicate-window", "SCHEDLENS_STREAM_DUPLICATE_WINDOW", sdef.Duplicates, "window in which JetStream drops a repeated message id")
-	log.Define(fs)
+	fs.Duration(&o.stream.MaxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", sdef.MaxAge, "drop stream messages older than this")
+	fs.Int64(&o.stream.MaxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", sdef.MaxBytes, "most bytes the stream holds")
+	fs.Duration(&o.stream.Duplicates, "stream-duplicate-window", "SCHEDLENS_STREAM_DUPLICATE_WINDOW", sdef.Duplicates, "window in which JetStream drops a repeated message id")
+	o.log.Define(fs)
+	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
+	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")
+	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
+	config.Labels(fs, &o.labels)
+	fs.String(&o.metricsAddr, "metrics-addr", config.EnvMetricsAddr, "127.0.0.1:9101", "address of /metrics, /healthz and /readyz (run)")
+	fs.String(&o.source, "source", "SCHEDLENS_SOURCE", "", "envelope source (run; default collector/<hostname>)")
+	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
+	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
+	pdef := collector.DefaultPublisherConfig()
+	fs.Int(&o.buffer, "buffer", "SCHEDLENS_PUBLISH_BUFFER", pdef.Buffer, "envelopes held while NATS is slow or away (run)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
 
 	rest := args[1:]
-	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return err
-		}
-		fs.Usage()
-		return config.Usagef("a command is required")
+	cmd := "run"
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		cmd, rest = rest[0], rest[1:]
 	}
-	cmd := rest[0]
-	if err := fs.Parse(rest[1:]); err != nil {
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
 	switch cmd {
+	case "run":
+		if fs.NArg() != 0 {
+			fs.Usage()
+			return config.Usagef("run takes no arguments, got %q", fs.Args())
+		}
+		if o.buffer <= 0 {
+			fs.Usage()
+			return config.Usagef("-buffer must be positive")
+		}
 	case "replay":
 		if fs.NArg() != 1 {
 			fs.Usage()
@@ -87,13 +122,118 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
 	}
-	logger, err := log.Logger(stderr, "collector")
+	logger, err := o.log.Logger(stderr, "collector")
 	if err != nil {
 		return err
 	}
+	if cmd == "replay" {
+		return replay(ctx, o, fs.Arg(0), stdin, stdout, stderr, logger)
+	}
+	return watch(ctx, o, logger)
+}
 
+// watch is `collector run`.
+func watch(ctx context.Context, o options, logger *slog.Logger) error {
+	restCfg, err := kubeConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restCfg.UserAgent = "schedlens-collector"
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := collector.NewMetrics(reg)
+
+	// The collector starts and keeps watching while NATS is away: publishes wait in the buffer.
+	nc, err := bus.Connect(o.natsURL, "schedlens-collector", logger, nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second), jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	pcfg := collector.DefaultPublisherConfig()
+	pcfg.Buffer = o.buffer
+	ensure := func(ctx context.Context) error {
+		_, err := bus.EnsureStream(ctx, js, o.stream)
+		return err
+	}
+	pub := collector.NewPublisher(js, ensure, pcfg, logger, m)
+
+	cfg := collector.DefaultConfig()
+	if o.cluster != "" {
+		cfg.Cluster = o.cluster
+	}
+	cfg.Source = o.source
+	if cfg.Source == "" {
+		host, _ := os.Hostname()
+		cfg.Source = "collector/" + host
+	}
+	for _, ns := range strings.Split(o.namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			cfg.Namespaces = append(cfg.Namespaces, ns)
+		}
+	}
+	cfg.Selector, cfg.Labels = o.selector, o.labels
+	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
+	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
+		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
+	}
+	c, err := collector.New(client, pub, cfg, logger, m)
+	if err != nil {
+		return config.Usagef("%v", err)
+	}
+
+	ready := func(context.Context) error {
+		if !nc.IsConnected() {
+			return errors.New("nats not connected")
+		}
+		return c.Ready()
+	}
+	// Two-stage shutdown: informers stop with ctx, then the publisher drains its buffer.
+	pubCtx, stopPub := context.WithCancel(context.Background())
+	defer stopPub()
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- pub.Run(pubCtx) }()
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(gctx, o.metricsAddr, ops.Handler(reg, ready), logger, nil) })
+	g.Go(func() error { return c.Run(gctx) })
+	err = g.Wait()
+	stopPub()
+	if perr := <-pubDone; perr != nil && err == nil {
+		err = perr
+	}
+	return err
+}
+
+// kubeConfig loads the kubeconfig named, else the in-cluster config, else the default loading
+// rules (KUBECONFIG, ~/.kube/config).
+func kubeConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if c, err := rest.InClusterConfig(); err == nil {
+			return c, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	return c, nil
+}
+
+// replay is `collector replay FILE`.
+func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
 	in := stdin
-	if name := fs.Arg(0); name != "-" {
+	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
@@ -101,7 +241,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		defer f.Close()
 		in = f
 	}
-	nc, err := bus.Connect(natsURL, "schedlens-collector-replay", logger)
+	nc, err := bus.Connect(o.natsURL, "schedlens-collector-replay", logger)
 	if err != nil {
 		return err
 	}
@@ -110,10 +250,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if _, err := bus.EnsureStream(ctx, js, stream); err != nil {
+	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
 		return err
 	}
-	res, err := collector.Replay(ctx, js, in, cluster, stderr)
+	res, err := collector.Replay(ctx, js, in, o.cluster, stderr)
 	fmt.Fprintf(stdout, "published %d envelopes (%d already in the stream), %d invalid lines, %d not acknowledged\n",
 		res.Published, res.Duplicates, res.Invalid, res.Failed)
 	if err != nil {

@@ -31,9 +31,10 @@ func DefaultStreamConfig() StreamConfig {
 	return StreamConfig{MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, Duplicates: 10 * time.Minute, Replicas: 1}
 }
 
-// Connect dials NATS and keeps reconnecting for as long as the process runs.
-func Connect(url, name string, logger *slog.Logger) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
+// Connect dials NATS and keeps reconnecting for as long as the process runs. Extra options are
+// applied last (the collector passes nats.RetryOnFailedConnect(true) to start without NATS).
+func Connect(url, name string, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
+	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond),
@@ -44,7 +45,8 @@ func Connect(url, name string, logger *slog.Logger) (*nats.Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrl()) }),
-	)
+	}
+	nc, err := nats.Connect(url, append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
 )
 
 // Common environment variables shared by the binaries.
@@ -125,3 +127,12 @@ func Usagef(format string, args ...any) error {
 
 // Lower normalises a user-supplied keyword.
 func Lower(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// Labels registers -label-experiment, -label-arm and -label-run: the pod label keys that
+// attribute a pod to an experiment arm and run.
+func Labels(f *FlagSet, keys *events.LabelKeys) {
+	def := events.DefaultLabelKeys
+	f.String(&keys.Experiment, "label-experiment", "SCHEDLENS_LABEL_EXPERIMENT", def.Experiment, "pod label key naming the experiment")
+	f.String(&keys.Arm, "label-arm", "SCHEDLENS_LABEL_ARM", def.Arm, "pod label key naming the experiment arm")
+	f.String(&keys.Run, "label-run", "SCHEDLENS_LABEL_RUN", def.Run, "pod label key naming the run (repeat)")
+}

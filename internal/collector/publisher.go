@@ -1,0 +1,246 @@
+package collector
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// PublisherConfig bounds the publisher.
+type PublisherConfig struct {
+	Buffer   int           // envelopes held while JetStream is slow or away
+	Batch    int           // envelopes in flight at once
+	RetryMin time.Duration // first delay after a failed publish; doubles up to RetryMax
+	RetryMax time.Duration
+	Drain    time.Duration // on shutdown, how long to keep publishing what is buffered
+}
+
+// DefaultPublisherConfig holds 50,000 envelopes (a few minutes of a busy experiment) and
+// retries from 200 ms up to 5 s.
+func DefaultPublisherConfig() PublisherConfig {
+	return PublisherConfig{Buffer: 50_000, Batch: 256, RetryMin: 200 * time.Millisecond, RetryMax: 5 * time.Second, Drain: 10 * time.Second}
+}
+
+// Publisher sends envelopes to JetStream from a bounded buffer, so that informer handlers never
+// wait on NATS. Failed publishes are retried until they succeed. When the buffer overflows, or
+// publishing has failed, the publisher asks for the current state to be published again once
+// JetStream accepts messages (OnRecover): envelope ids make the repeats harmless, and the
+// current state carries what the dropped envelopes said (condition times, series counts).
+type Publisher struct {
+	js     jetstream.JetStream
+	ensure func(context.Context) error
+	cfg    PublisherConfig
+	logger *slog.Logger
+	m      *Metrics
+
+	buf      chan *events.Envelope
+	retrying atomic.Int64
+	dirty    atomic.Bool // something was dropped or failed: re-publish the state on recovery
+
+	mu        sync.Mutex
+	onRecover func()
+}
+
+// NewPublisher returns a publisher; ensure (may be nil) sets up the stream and is retried
+// until it succeeds before the first publish.
+func NewPublisher(js jetstream.JetStream, ensure func(context.Context) error, cfg PublisherConfig, logger *slog.Logger, m *Metrics) *Publisher {
+	p := &Publisher{js: js, ensure: ensure, cfg: cfg, logger: logger, m: m, buf: make(chan *events.Envelope, cfg.Buffer)}
+	m.buffered.Set(0)
+	return p
+}
+
+// OnRecover sets what to call when JetStream accepts messages again after a failure or an
+// overflow: the collector re-publishes the current state. It is called from its own goroutine.
+func (p *Publisher) OnRecover(f func()) {
+	p.mu.Lock()
+	p.onRecover = f
+	p.mu.Unlock()
+}
+
+// Offer queues env without blocking. When the buffer is full env is dropped, counted, and the
+// state is re-published on recovery; Offer reports whether env was queued.
+func (p *Publisher) Offer(env *events.Envelope) bool {
+	select {
+	case p.buf <- env:
+		p.m.buffered.Set(float64(len(p.buf)) + float64(p.retrying.Load()))
+		return true
+	default:
+		p.m.dropped.Inc()
+		p.dirty.Store(true)
+		return false
+	}
+}
+
+// Put queues env, waiting for room: for re-publishing state from a goroutine of its own.
+func (p *Publisher) Put(ctx context.Context, env *events.Envelope) error {
+	select {
+	case p.buf <- env:
+		p.m.buffered.Set(float64(len(p.buf)) + float64(p.retrying.Load()))
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Buffered is the number of envelopes not yet acknowledged by JetStream.
+func (p *Publisher) Buffered() int { return len(p.buf) + int(p.retrying.Load()) }
+
+// Run publishes until ctx ends, then keeps publishing what is buffered for up to cfg.Drain.
+func (p *Publisher) Run(ctx context.Context) error {
+	for p.ensure != nil {
+		err := p.ensure(ctx)
+		if err == nil {
+			break
+		}
+		p.m.publishFailures.Inc()
+		p.logger.Warn("stream not ready; retrying", "error", err)
+		if !sleep(ctx, p.cfg.RetryMax) {
+			return nil
+		}
+	}
+	delay := p.cfg.RetryMin
+	var batch []*events.Envelope
+	for {
+		batch = p.fill(ctx, batch)
+		if len(batch) == 0 {
+			return p.drain()
+		}
+		failed := p.send(ctx, batch)
+		p.retrying.Store(int64(len(failed)))
+		p.m.buffered.Set(float64(p.Buffered()))
+		if len(failed) == 0 {
+			delay = p.cfg.RetryMin
+			batch = batch[:0]
+			p.recovered()
+			continue
+		}
+		p.dirty.Store(true)
+		batch = append(batch[:0], failed...)
+		if !sleep(ctx, delay) {
+			return p.drain(batch...)
+		}
+		delay = min(2*delay, p.cfg.RetryMax)
+	}
+}
+
+// fill tops batch up from the buffer, waiting for the first envelope when batch is empty. It
+// returns an empty batch only once ctx is done.
+func (p *Publisher) fill(ctx context.Context, batch []*events.Envelope) []*events.Envelope {
+	if len(batch) == 0 {
+		select {
+		case env := <-p.buf:
+			batch = append(batch, env)
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	for len(batch) < p.cfg.Batch {
+		select {
+		case env := <-p.buf:
+			batch = append(batch, env)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// send publishes batch and waits for every acknowledgement; it returns the envelopes to retry.
+func (p *Publisher) send(ctx context.Context, batch []*events.Envelope) []*events.Envelope {
+	type inflight struct {
+		env *events.Envelope
+		f   jetstream.PubAckFuture
+	}
+	var failed []*events.Envelope
+	flying := make([]inflight, 0, len(batch))
+	for _, env := range batch {
+		f, err := bus.PublishAsync(p.js, env)
+		if err != nil {
+			p.fail(env, err)
+			failed = append(failed, env)
+			continue
+		}
+		flying = append(flying, inflight{env, f})
+	}
+	for _, fl := range flying {
+		select {
+		case ack := <-fl.f.Ok():
+			if ack.Duplicate {
+				p.m.duplicates.Inc()
+			} else {
+				p.m.published.WithLabelValues(string(fl.env.Kind)).Inc()
+			}
+		case err := <-fl.f.Err():
+			p.fail(fl.env, err)
+			failed = append(failed, fl.env)
+		case <-ctx.Done():
+			// Shutting down: what is still unacknowledged is retried by the drain.
+			failed = append(failed, fl.env)
+		}
+	}
+	return failed
+}
+
+func (p *Publisher) fail(env *events.Envelope, err error) {
+	p.m.publishFailures.Inc()
+	p.logger.Debug("publish failed; will retry", "id", env.ID, "error", err)
+}
+
+// recovered calls OnRecover once publishing works again after a failure or an overflow.
+func (p *Publisher) recovered() {
+	if !p.dirty.Swap(false) {
+		return
+	}
+	p.mu.Lock()
+	f := p.onRecover
+	p.mu.Unlock()
+	if f != nil {
+		p.logger.Info("publishing recovered; re-publishing the current state")
+		go f()
+	}
+}
+
+// drain publishes what is left for up to cfg.Drain after shutdown began.
+func (p *Publisher) drain(batch ...*events.Envelope) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Drain)
+	defer cancel()
+	for {
+	more:
+		for len(batch) < p.cfg.Batch {
+			select {
+			case env := <-p.buf:
+				batch = append(batch, env)
+			default:
+				break more
+			}
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		batch = p.send(ctx, batch)
+		if ctx.Err() != nil || (len(batch) > 0 && !sleep(ctx, p.cfg.RetryMin)) {
+			left := len(batch) + len(p.buf)
+			p.logger.Warn("shutting down with envelopes not acknowledged; they are re-published from the cluster state on the next start", "left", left)
+			return nil
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

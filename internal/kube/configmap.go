@@ -1,0 +1,181 @@
+package kube
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Keys of an experiment ConfigMap's data.
+const (
+	keyName       = "name"
+	keyChange     = "change"
+	keyFixed      = "fixed"
+	keyMetrics    = "metrics"
+	keyRepeats    = "repeats"
+	keyBaseline   = "baseline"
+	keyArms       = "arms"
+	keyThresholds = "thresholds"
+)
+
+// defaultBaseline is the arm compared against when the ConfigMap names none and an arm has it.
+const defaultBaseline = "control"
+
+// ExperimentOf reads an experiment definition from its ConfigMap. The name is the keys.Experiment
+// label, else data "name", else the ConfigMap's name. Structured values are YAML or JSON and come
+// out as JSON decodes them (objects map[string]any, lists []any, numbers float64), so the payload
+// is the same before and after the wire; "metrics" and "arms" may also be comma-separated lists.
+// A value that cannot be read is kept raw where its field allows, and named in Errors
+// ("repeats: …"): the definition is still published.
+func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment {
+	data := cm.Data
+	exp := events.Experiment{Name: cm.Name, Change: strings.TrimSpace(data[keyChange])}
+	if v := strings.TrimSpace(data[keyName]); v != "" {
+		exp.Name = v
+	}
+	if v := cm.Labels[keys.Experiment]; keys.Experiment != "" && v != "" {
+		exp.Name = v
+	}
+	fail := func(key, format string, args ...any) {
+		exp.Errors = append(exp.Errors, key+": "+fmt.Sprintf(format, args...))
+	}
+
+	if raw, ok := present(data, keyFixed); ok {
+		v, err := parseYAML(raw)
+		if _, isObject := v.(map[string]any); err != nil || !isObject {
+			exp.Fixed = raw
+			fail(keyFixed, "want a YAML or JSON object: %s", whyNot(v, err))
+		} else {
+			exp.Fixed = v
+		}
+	}
+	if raw, ok := present(data, keyMetrics); ok {
+		v, err := parseList(raw)
+		if err != nil {
+			exp.Metrics = raw
+			fail(keyMetrics, "%v", err)
+		} else {
+			exp.Metrics = v
+		}
+	}
+	if raw, ok := present(data, keyRepeats); ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 {
+			fail(keyRepeats, "want a non-negative integer, got %q", raw)
+		} else {
+			exp.Repeats = n
+		}
+	}
+	if raw, ok := present(data, keyArms); ok {
+		v, err := parseList(raw)
+		if err != nil {
+			exp.Arms = raw
+			fail(keyArms, "%v", err)
+		} else {
+			exp.Arms = v
+		}
+	}
+	exp.Baseline = strings.TrimSpace(data[keyBaseline])
+	if exp.Baseline == "" && hasArm(exp.Arms, defaultBaseline) {
+		exp.Baseline = defaultBaseline
+	}
+	if raw, ok := present(data, keyThresholds); ok {
+		v, err := parseYAML(raw)
+		if m, isObject := v.(map[string]any); err != nil || !isObject {
+			fail(keyThresholds, "want a YAML or JSON object: %s", whyNot(v, err))
+		} else if len(m) > 0 {
+			exp.Thresholds = m
+		}
+	}
+	return exp
+}
+
+// ExperimentEnvelope converts an experiment ConfigMap: id "experiment/<namespace>/<name>/<resourceVersion>",
+// occurred_at and observed_at m.Observed, experiment ref {name}, no pod.
+func ExperimentEnvelope(cm *corev1.ConfigMap, m Meta) (*events.Envelope, error) {
+	exp := ExperimentOf(cm, m.Labels)
+	id := joinID(string(events.KindExperiment), cm.Namespace, cm.Name, cm.ResourceVersion)
+	env, err := envelope(events.KindExperiment, id, m.Observed, nil, "", &events.ExperimentRef{Name: exp.Name}, &exp, m)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return env, nil
+}
+
+// present returns a data value, trimmed, and whether it says anything.
+func present(data map[string]string, key string) (string, bool) {
+	v := strings.TrimSpace(data[key])
+	return v, v != ""
+}
+
+// parseYAML reads YAML (JSON included) the way JSON decodes it.
+func parseYAML(raw string) (any, error) {
+	var v any
+	if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// parseList reads a YAML or JSON list, kept as parsed, or a comma-separated list of names.
+func parseList(raw string) ([]any, error) {
+	v, err := parseYAML(raw)
+	if list, ok := v.([]any); ok {
+		return list, nil
+	}
+	if _, ok := v.(map[string]any); ok {
+		return nil, fmt.Errorf("want a list, got an object")
+	}
+	if err != nil && strings.ContainsAny(raw[:1], "[{-") {
+		return nil, err // meant as YAML or JSON, but broken: do not read it as names
+	}
+	var out []any
+	for _, item := range strings.Split(raw, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}
+
+// hasArm reports whether an arms list names the arm, as a string or an object's "name".
+func hasArm(arms any, name string) bool {
+	list, _ := arms.([]any)
+	for _, a := range list {
+		switch a := a.(type) {
+		case string:
+			if a == name {
+				return true
+			}
+		case map[string]any:
+			if a[keyName] == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// whyNot says why a parsed value is not an object.
+func whyNot(v any, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	switch v.(type) {
+	case []any:
+		return "got a list"
+	case string:
+		return "got a string"
+	case float64:
+		return "got a number"
+	case bool:
+		return "got a boolean"
+	default:
+		return fmt.Sprintf("got %T", v)
+	}
+}

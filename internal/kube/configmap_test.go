@@ -1,0 +1,132 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
+)
+
+func configMaps(t *testing.T) map[string]*corev1.ConfigMap {
+	t.Helper()
+	var list corev1.ConfigMapList
+	readJSON(t, "configmaps.derived.json", &list)
+	out := map[string]*corev1.ConfigMap{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+func TestExperimentOf(t *testing.T) {
+	cms := configMaps(t)
+	tests := []struct {
+		configMap string
+		edit      func(*corev1.ConfigMap)
+		want      events.Experiment
+	}{
+		{
+			configMap: "day20-experiment",
+			want: events.Experiment{
+				Name:   "day20", // the schedlens.io/experiment label
+				Change: "required node affinity and PriorityClass preemption for GPU inference pods",
+				Fixed: map[string]any{
+					"model": "llama-3-8b", "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
+					"nodes": 6.0, "gpus_per_node": 2.0, // numbers as JSON decodes them
+				},
+				Metrics: []any{"pending", "time_to_first_success", "preemptions"}, // a YAML list
+				Repeats: 3,
+				// Not set in the ConfigMap: "control" because an arm has that name.
+				Baseline:   "control",
+				Arms:       []any{"control", "affinity", "priority", "background", "oversized"}, // comma-separated
+				Thresholds: map[string]any{"pending_p50_ms": 500.0, "error_rate": 0.01},         // JSON
+			},
+		},
+		{
+			configMap: "day21-experiment",
+			want: events.Experiment{
+				Name:    "day21", // the label is empty: data "name"
+				Change:  "MPS instead of time-slicing",
+				Fixed:   "{model: llama-3-8b, gpu: A100", // kept raw
+				Metrics: []any{"pending", "ttfs", "restarts"},
+				Arms: []any{
+					map[string]any{"name": "time-slicing", "sharing": "time-slicing"},
+					map[string]any{"name": "mps", "sharing": "mps"},
+				},
+				// No arm named control and none named as baseline: no baseline.
+				Errors: []string{
+					"fixed: want a YAML or JSON object: error converting YAML to JSON: yaml: line 1: did not find expected ',' or '}'",
+					`repeats: want a non-negative integer, got "three"`,
+					"thresholds: want a YAML or JSON object: got a list",
+				},
+			},
+		},
+		{
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Labels = nil
+				cm.Data = map[string]string{"repeats": "-1", "metrics": "[pending,", "baseline": "affinity", "arms": "control\n", "fixed": "just words"}
+			},
+			want: events.Experiment{
+				Name:     "day20-experiment", // no label, no data name: the ConfigMap's name
+				Fixed:    "just words",
+				Metrics:  "[pending,",
+				Baseline: "affinity", // named: kept even though no arm has it
+				Arms:     []any{"control"},
+				Errors: []string{
+					"fixed: want a YAML or JSON object: got a string",
+					"metrics: error converting YAML to JSON: yaml: line 1: did not find expected node content",
+					`repeats: want a non-negative integer, got "-1"`,
+				},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.configMap, func(t *testing.T) {
+			cm := cms[tt.configMap].DeepCopy()
+			if tt.edit != nil {
+				tt.edit(cm)
+			}
+			if diff := cmp.Diff(tt.want, kube.ExperimentOf(cm, events.DefaultLabelKeys)); diff != "" {
+				t.Errorf("ExperimentOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestExperimentEnvelope(t *testing.T) {
+	cms := configMaps(t)
+	tests := []struct {
+		configMap string
+		want      head
+	}{
+		{"day20-experiment", head{
+			ID: "experiment/ai-lab/day20-experiment/60", Kind: "experiment", Experiment: &events.ExperimentRef{Name: "day20"},
+			OccurredAt: "2026-11-30T04:35:00.123456Z", ObservedAt: "2026-11-30T04:35:00.123456Z",
+		}},
+		{"day21-experiment", head{
+			ID: "experiment/ai-lab/day21-experiment/61", Kind: "experiment", Experiment: &events.ExperimentRef{Name: "day21"},
+			OccurredAt: "2026-11-30T04:35:00.123456Z", ObservedAt: "2026-11-30T04:35:00.123456Z",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.configMap, func(t *testing.T) {
+			cm := cms[tt.configMap]
+			env, err := kube.ExperimentEnvelope(cm, meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, headOf(env)); diff != "" {
+				t.Errorf("envelope (-want +got):\n%s", diff)
+			}
+			want := kube.ExperimentOf(cm, meta.Labels)
+			if diff := cmp.Diff(&want, env.Payload); diff != "" {
+				t.Errorf("payload (-want +got):\n%s", diff)
+			}
+			checkRoundTrip(t, env)
+		})
+	}
+}

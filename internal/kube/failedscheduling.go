@@ -1,0 +1,152 @@
+package kube
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Texts of kube-scheduler (pkg/scheduler: FitError.Error, ErrNoNodesAvailable, DefaultPreemption).
+const (
+	noNodesNote      = "no nodes available to schedule pods"
+	preemptionPrefix = "preemption: "
+	podGroupPrefix   = "pod group "
+	notHelpfulReason = "Preemption is not helpful for scheduling"
+)
+
+var (
+	// "0/6 nodes are available:" — the scheduler always writes 0 fitting nodes, but read it.
+	availableRE = regexp.MustCompile(`^(\d+)/(\d+) nodes are available(:|$)`)
+	countRE     = regexp.MustCompile(`^(\d+) (\S.*)$`)
+	victimsRE   = regexp.MustCompile(`^found a potential placement for pod on node (.+), preempting (\d+) victims?$`)
+)
+
+// ParseFailedScheduling parses a scheduler FailedScheduling note; nil when the note is not of that shape.
+func ParseFailedScheduling(note string) *events.SchedulingFailure {
+	note = strings.TrimSpace(note)
+	if note == noNodesNote {
+		return &events.SchedulingFailure{Reasons: []events.ReasonCount{{Reason: noNodesNote}}}
+	}
+	available, total, rest, ok := availableHead(note)
+	if !ok {
+		return nil
+	}
+	main, clause := splitPreemption(rest)
+	sf := &events.SchedulingFailure{Available: available, Total: total, Reasons: parseReasons(main, total)}
+	if clause != "" {
+		sf.Preemption = parsePreemption(clause)
+	}
+	return sf
+}
+
+// availableHead reads "A/T nodes are available:" and returns what follows.
+func availableHead(s string) (available, total int, rest string, ok bool) {
+	m := availableRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, "", false
+	}
+	a, errA := strconv.Atoi(m[1])
+	t, errT := strconv.Atoi(m[2])
+	if errA != nil || errT != nil {
+		return 0, 0, "", false
+	}
+	return a, t, strings.TrimSpace(s[len(m[0]):]), true
+}
+
+// splitPreemption cuts the PostFilter clause ("preemption: …" or "pod group preemption: …") off
+// the filter reasons. The scheduler writes it last, after the reasons' closing period.
+func splitPreemption(s string) (reasons, clause string) {
+	for from := 0; ; {
+		i := strings.Index(s[from:], preemptionPrefix)
+		if i < 0 {
+			return s, ""
+		}
+		i += from
+		if i == 0 || s[i-1] == ' ' {
+			start := i
+			if strings.HasSuffix(s[:i], podGroupPrefix) {
+				start = i - len(podGroupPrefix)
+			}
+			return strings.TrimSpace(s[:start]), strings.TrimSpace(s[start:])
+		}
+		from = i + len(preemptionPrefix)
+	}
+}
+
+// parseReasons reads "<n> <reason>, <n> <reason>." in the note's order. A list whose first item
+// has no count is a PreFilter message, which the scheduler applies to every node.
+func parseReasons(s string, total int) []events.ReasonCount {
+	s = strings.TrimSuffix(strings.TrimSpace(s), ".")
+	if s == "" {
+		return nil
+	}
+	var out []events.ReasonCount
+	for i, part := range splitTopLevel(s) {
+		if m := countRE.FindStringSubmatch(part); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				out = append(out, events.ReasonCount{Reason: m[2], Nodes: n})
+				continue
+			}
+		}
+		if i == 0 {
+			return []events.ReasonCount{{Reason: s, Nodes: total}}
+		}
+		// A ", " outside brackets inside one reason, as in the old
+		// "node(s) had taint {k: v}, that the pod didn't tolerate".
+		out[len(out)-1].Reason += ", " + part
+	}
+	return out
+}
+
+// splitTopLevel splits on ", " outside {}, [] and ().
+func splitTopLevel(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{', '[', '(':
+			depth++
+		case '}', ']', ')':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 && i+1 < len(s) && s[i+1] == ' ' {
+				parts = append(parts, s[start:i])
+				start = i + 2
+				i++
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+// parsePreemption reads the clause after the filter reasons; Note keeps it whole, prefix included.
+func parsePreemption(clause string) *events.PreemptionAttempt {
+	pa := &events.PreemptionAttempt{Outcome: events.PreemptionNoPlacement, Note: clause}
+	msg := strings.TrimPrefix(clause, podGroupPrefix)
+	msg = strings.TrimSpace(strings.TrimPrefix(msg, preemptionPrefix))
+	if m := victimsRE.FindStringSubmatch(msg); m != nil {
+		pa.Outcome = events.PreemptionVictimsFound
+		pa.Node = m[1]
+		pa.Victims, _ = strconv.Atoi(m[2])
+		return pa
+	}
+	_, total, rest, ok := availableHead(msg)
+	if !ok {
+		return pa
+	}
+	pa.Reasons = parseReasons(rest, total)
+	notHelpful := len(pa.Reasons) > 0
+	for _, r := range pa.Reasons {
+		if r.Reason != notHelpfulReason {
+			notHelpful = false
+		}
+	}
+	if notHelpful {
+		pa.Outcome = events.PreemptionNotHelpful
+	}
+	return pa
+}

@@ -1,0 +1,171 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
+)
+
+func reason(text string, nodes int) events.ReasonCount {
+	return events.ReasonCount{Reason: text, Nodes: nodes}
+}
+
+func TestParseFailedScheduling(t *testing.T) {
+	tests := []struct {
+		name string
+		note string
+		want *events.SchedulingFailure
+	}{
+		{
+			name: "recorded: pinned preemptor finds a victim",
+			note: "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims",
+			want: &events.SchedulingFailure{
+				Available: 0, Total: 6,
+				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 1), reason("node(s) didn't match Pod's node affinity/selector", 5)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "victims_found", Node: "gpu-node-3", Victims: 1,
+					Note: "preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims",
+				},
+			},
+		},
+		{
+			name: "recorded: oversized pod, preemption not helpful",
+			note: "0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
+			want: &events.SchedulingFailure{
+				Total:   6,
+				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 6)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "not_helpful",
+					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 6)},
+					Note:    "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
+				},
+			},
+		},
+		{
+			name: "LAB.md: three nodes, victim on gpu-node-2",
+			note: "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: found a potential placement for pod on node gpu-node-2, preempting 1 victims",
+			want: &events.SchedulingFailure{
+				Total:   3,
+				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 3)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "victims_found", Node: "gpu-node-2", Victims: 1,
+					Note: "preemption: found a potential placement for pod on node gpu-node-2, preempting 1 victims",
+				},
+			},
+		},
+		{
+			name: "older taint text with braces, some victims not found",
+			note: "0/6 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, 2 node(s) were unschedulable, 3 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, 5 Preemption is not helpful for scheduling.",
+			want: &events.SchedulingFailure{
+				Total: 6,
+				Reasons: []events.ReasonCount{
+					reason("node(s) had untolerated taint {nvidia.com/gpu: present}", 1),
+					reason("node(s) were unschedulable", 2),
+					reason("Insufficient nvidia.com/gpu", 3),
+				},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "no_placement",
+					Reasons: []events.ReasonCount{reason("No preemption victims found for incoming pod", 1), reason("Preemption is not helpful for scheduling", 5)},
+					Note:    "preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, 5 Preemption is not helpful for scheduling.",
+				},
+			},
+		},
+		{
+			name: "v1.37 taint text and pod anti-affinity",
+			note: "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+			want: &events.SchedulingFailure{
+				Total:   4,
+				Reasons: []events.ReasonCount{reason("node(s) had untolerated taint(s)", 1), reason("node(s) didn't match pod anti-affinity rules", 3)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "not_helpful",
+					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 4)},
+					Note:    "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
+				},
+			},
+		},
+		{
+			name: "no preemption clause (preemption disabled)",
+			note: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+			want: &events.SchedulingFailure{Total: 3, Reasons: []events.ReasonCount{reason("node(s) didn't match Pod's node affinity/selector", 3)}},
+		},
+		{
+			name: "comma inside braces does not split",
+			note: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: inference, training}.",
+			want: &events.SchedulingFailure{Total: 2, Reasons: []events.ReasonCount{
+				reason("Insufficient cpu", 1),
+				reason("node(s) had untolerated taint {dedicated: inference, training}", 1),
+			}},
+		},
+		{
+			name: "old taint text with a comma outside braces",
+			note: "0/3 nodes are available: 1 node(s) had taint {node-role.kubernetes.io/master: }, that the pod didn't tolerate, 2 Insufficient memory.",
+			want: &events.SchedulingFailure{Total: 3, Reasons: []events.ReasonCount{
+				reason("node(s) had taint {node-role.kubernetes.io/master: }, that the pod didn't tolerate", 1),
+				reason("Insufficient memory", 2),
+			}},
+		},
+		{
+			name: "PreFilter message applies to every node",
+			note: "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
+			want: &events.SchedulingFailure{
+				Total:   6,
+				Reasons: []events.ReasonCount{reason("pod has unbound immediate PersistentVolumeClaims", 6)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "not_helpful",
+					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 6)},
+					Note:    "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
+				},
+			},
+		},
+		{
+			name: "preemptionPolicy Never",
+			note: "0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: not eligible due to preemptionPolicy=Never.",
+			want: &events.SchedulingFailure{
+				Total:   6,
+				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 6)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "no_placement",
+					Note:    "preemption: not eligible due to preemptionPolicy=Never.",
+				},
+			},
+		},
+		{
+			name: "pod group preemption",
+			note: "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. pod group preemption: found a potential placement for pod on node gpu-node-1, preempting 2 victims",
+			want: &events.SchedulingFailure{
+				Total:   4,
+				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 4)},
+				Preemption: &events.PreemptionAttempt{
+					Outcome: "victims_found", Node: "gpu-node-1", Victims: 2,
+					Note: "pod group preemption: found a potential placement for pod on node gpu-node-1, preempting 2 victims",
+				},
+			},
+		},
+		{
+			name: "no nodes at all",
+			note: "no nodes available to schedule pods",
+			want: &events.SchedulingFailure{Reasons: []events.ReasonCount{reason("no nodes available to schedule pods", 0)}},
+		},
+		{
+			name: "nothing after the head",
+			note: "0/0 nodes are available:",
+			want: &events.SchedulingFailure{},
+		},
+		{name: "empty", note: "", want: nil},
+		{name: "a Scheduled note", note: "Successfully assigned ai-lab/day20-control-1 to gpu-node-1", want: nil},
+		{name: "a bind error", note: `running PreBind plugin "VolumeBinding": binding volumes: timed out waiting for the condition`, want: nil},
+		{name: "no counts in the head", note: "nodes are available: 3 Insufficient cpu.", want: nil},
+		{name: "not a number", note: "0/six nodes are available: 6 Insufficient cpu.", want: nil},
+		{name: "head glued to text", note: "0/6 nodes are availableish", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, kube.ParseFailedScheduling(tt.note)); diff != "" {
+				t.Errorf("ParseFailedScheduling(%q) (-want +got):\n%s", tt.note, diff)
+			}
+		})
+	}
+}

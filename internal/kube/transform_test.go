@@ -1,0 +1,169 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedlens/schedlens/internal/kube"
+)
+
+// Transform satisfies client-go's type.
+var _ cache.TransformFunc = kube.Transform
+
+func transformed[T any](t *testing.T, obj T) T {
+	t.Helper()
+	out, err := kube.Transform(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(T)
+}
+
+// TestTransformKeepsConversions converts every recorded and derived object before and after
+// Transform: the output must not change.
+func TestTransformKeepsConversions(t *testing.T) {
+	before := nodes(t)
+	after := map[string]*corev1.Node{}
+	for name, node := range before {
+		after[name] = transformed(t, node.DeepCopy())
+		if diff := cmp.Diff(kube.NodeStatus(node), kube.NodeStatus(after[name])); diff != "" {
+			t.Errorf("node %s: NodeStatus changed by Transform (-before +after):\n%s", name, diff)
+		}
+	}
+
+	var pods []*corev1.Pod
+	for _, pod := range recordedPods(t) {
+		pods = append(pods, pod)
+	}
+	for _, pod := range derivedPods(t) {
+		pods = append(pods, pod)
+	}
+	for _, ev := range readWatch[*corev1.Pod](t, "pods.watch.jsonl") {
+		pods = append(pods, ev.Object)
+	}
+	for _, pod := range pods {
+		slim := transformed(t, pod.DeepCopy())
+		if diff := cmp.Diff(kube.PodStatus(pod, nodeOf(pod, before)), kube.PodStatus(slim, nodeOf(slim, after))); diff != "" {
+			t.Errorf("pod %s rv %s: PodStatus changed by Transform (-before +after):\n%s", pod.Name, pod.ResourceVersion, diff)
+		}
+		envBefore, err := kube.PodEnvelope(pod, nodeOf(pod, before), false, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envAfter, err := kube.PodEnvelope(slim, nodeOf(slim, after), false, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(envBefore, envAfter); diff != "" {
+			t.Errorf("pod %s rv %s: PodEnvelope changed by Transform (-before +after):\n%s", pod.Name, pod.ResourceVersion, diff)
+		}
+	}
+
+	for _, ev := range allEvents(t) {
+		slim := transformed(t, ev.Object.DeepCopy())
+		envBefore, okBefore, errBefore := kube.EventEnvelope(ev.Object, meta)
+		envAfter, okAfter, errAfter := kube.EventEnvelope(slim, meta)
+		if diff := cmp.Diff([]any{envBefore, okBefore, errBefore}, []any{envAfter, okAfter, errAfter}); diff != "" {
+			t.Errorf("event %s: EventEnvelope changed by Transform (-before +after):\n%s", ev.Object.Name, diff)
+		}
+	}
+
+	for name, cm := range configMaps(t) {
+		slim := transformed(t, cm.DeepCopy())
+		if diff := cmp.Diff(kube.ExperimentOf(cm, meta.Labels), kube.ExperimentOf(slim, meta.Labels)); diff != "" {
+			t.Errorf("configmap %s: ExperimentOf changed by Transform (-before +after):\n%s", name, diff)
+		}
+	}
+}
+
+// TestTransformDrops checks what Transform takes away.
+func TestTransformDrops(t *testing.T) {
+	t.Run("recorded pod", func(t *testing.T) {
+		pod := recordedPods(t)["day20-affinity-1"].DeepCopy()
+		if len(pod.ManagedFields) == 0 {
+			t.Fatal("the recorded pod has no managedFields to drop")
+		}
+		if got := transformed(t, pod).ManagedFields; got != nil {
+			t.Errorf("managedFields = %v, want none", got)
+		}
+	})
+	t.Run("derived pod", func(t *testing.T) {
+		pod := transformed(t, derivedPods(t)["day20-rich-1"].DeepCopy())
+		spec := pod.Spec
+		model := spec.Containers[0]
+		got := map[string]any{
+			"managedFields":   pod.ManagedFields,
+			"annotations":     pod.Annotations,
+			"volumes":         spec.Volumes,
+			"command":         model.Command,
+			"args":            model.Args,
+			"env":             model.Env,
+			"volumeMounts":    model.VolumeMounts,
+			"readinessProbe":  model.ReadinessProbe,
+			"init containers": spec.InitContainers,
+			"owner":           pod.OwnerReferences[0].Name,
+			"model resources": model.Resources.Requests.Cpu().String(),
+		}
+		always := corev1.ContainerRestartPolicyAlways
+		want := map[string]any{
+			"managedFields":  []metav1.ManagedFieldsEntry(nil),
+			"annotations":    map[string]string(nil),
+			"volumes":        []corev1.Volume(nil),
+			"command":        []string(nil),
+			"args":           []string(nil),
+			"env":            []corev1.EnvVar(nil),
+			"volumeMounts":   []corev1.VolumeMount(nil),
+			"readinessProbe": (*corev1.Probe)(nil),
+			"init containers": []corev1.Container{
+				{Name: "log-shipper", Resources: derivedPods(t)["day20-rich-1"].Spec.InitContainers[0].Resources, RestartPolicy: &always},
+				{Name: "fetch-model", Resources: derivedPods(t)["day20-rich-1"].Spec.InitContainers[1].Resources},
+			},
+			"owner":           "day20-rich-5d8f9c7b6",
+			"model resources": "1",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("transformed pod (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("derived node", func(t *testing.T) {
+		node := transformed(t, nodes(t)["gpu-node-ts"].DeepCopy())
+		got := []any{node.Annotations, node.Status.Images, node.Status.VolumesInUse, node.Status.VolumesAttached, node.Labels["nvidia.com/gpu.product"]}
+		want := []any{
+			map[string]string{"node.alpha.kubernetes.io/ttl": "0"}, // only last-applied goes
+			[]corev1.ContainerImage(nil), []corev1.UniqueVolumeName(nil), []corev1.AttachedVolume(nil),
+			"NVIDIA-A100-SXM4-80GB-SHARED",
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("transformed node (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("recorded event", func(t *testing.T) {
+		ev := transformed(t, allEvents(t)[0].Object.DeepCopy())
+		if ev.ManagedFields != nil {
+			t.Errorf("managedFields = %v, want none", ev.ManagedFields)
+		}
+		if ev.Note == "" || ev.Regarding.UID == "" {
+			t.Errorf("Transform dropped event content: %+v", ev)
+		}
+	})
+	t.Run("pass through", func(t *testing.T) {
+		tombstone := cache.DeletedFinalStateUnknown{Key: "ai-lab/day20-background-5", Obj: recordedPods(t)["day20-control-1"]}
+		for _, obj := range []any{tombstone, "not an object", (*eventsv1.Event)(nil)} {
+			got, err := kube.Transform(obj)
+			if err != nil {
+				t.Errorf("Transform(%T): %v", obj, err)
+			}
+			if diff := cmp.Diff(obj, got); diff != "" {
+				t.Errorf("Transform(%T) changed it:\n%s", obj, diff)
+			}
+		}
+		if len(tombstone.Obj.(*corev1.Pod).ManagedFields) == 0 {
+			t.Error("Transform reached into a tombstone's object")
+		}
+	})
+}
