@@ -308,7 +308,7 @@ func TestFlags(t *testing.T) {
 		for _, env := range []string{"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR", "SCHEDLENS_METRICS_ADDR", "SCHEDLENS_CLUSTER"} {
 			documented := strings.Contains(string(out), env)
 			wanted := map[string][]string{
-				"collector":  {"SCHEDLENS_NATS_URL", "SCHEDLENS_CLUSTER"},
+				"collector":  {"SCHEDLENS_NATS_URL", "SCHEDLENS_CLUSTER", "SCHEDLENS_METRICS_ADDR"},
 				"correlator": {"SCHEDLENS_NATS_URL", "SCHEDLENS_DATABASE_URL", "SCHEDLENS_METRICS_ADDR"},
 				"api":        {"SCHEDLENS_DATABASE_URL", "SCHEDLENS_HTTP_ADDR"},
 			}[name]
@@ -320,6 +320,21 @@ func TestFlags(t *testing.T) {
 		out, err = bad.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), "usage:") {
 			t.Errorf("%s -no-such-flag: err %v, output %q; want non-zero exit with usage", name, err, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "extra"}, "usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"-kubeconfig", "/nonexistent/kubeconfig"}, "kubernetes config"},
+		{[]string{"run", "-kubeconfig", "../internal/collector/testdata/kubeconfig.yaml", "-selector", "a in (", "-metrics-addr", "127.0.0.1:0"}, "pod selector"},
+		{[]string{"run", "-kubeconfig", "../internal/collector/testdata/kubeconfig.yaml", "-cluster", "a.b"}, "cannot be a subject token"},
+	} {
+		out, err := exec.Command(bin+"/collector", tc.args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("collector %q: err %v, output %q; want a non-zero exit saying %q", tc.args, err, out, tc.want)
 		}
 	}
 	cmd := exec.Command(bin+"/correlator", "migrate")

@@ -134,6 +134,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // watch is `collector run`.
 func watch(ctx context.Context, o options, logger *slog.Logger) error {
+	cfg := collector.DefaultConfig()
+	if o.cluster != "" {
+		cfg.Cluster = o.cluster
+	}
+	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
+		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
+	}
+	cfg.Source = o.source
+	if cfg.Source == "" {
+		host, _ := os.Hostname()
+		cfg.Source = "collector/" + host
+	}
+	for _, ns := range strings.Split(o.namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			cfg.Namespaces = append(cfg.Namespaces, ns)
+		}
+	}
+	cfg.Selector, cfg.Labels = o.selector, o.labels
+	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
+
 	restCfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -165,26 +185,6 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 		return err
 	}
 	pub := collector.NewPublisher(js, ensure, pcfg, logger, m)
-
-	cfg := collector.DefaultConfig()
-	if o.cluster != "" {
-		cfg.Cluster = o.cluster
-	}
-	cfg.Source = o.source
-	if cfg.Source == "" {
-		host, _ := os.Hostname()
-		cfg.Source = "collector/" + host
-	}
-	for _, ns := range strings.Split(o.namespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			cfg.Namespaces = append(cfg.Namespaces, ns)
-		}
-	}
-	cfg.Selector, cfg.Labels = o.selector, o.labels
-	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
-	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
-		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
-	}
 	c, err := collector.New(client, pub, cfg, logger, m)
 	if err != nil {
 		return config.Usagef("%v", err)

@@ -148,6 +148,7 @@ func TestCollectorOnFakeCluster(t *testing.T) {
 		envs = streamEnvelopes(t, srv.URL())
 		return cmp.Equal(byKind(envs), want)
 	})
+	checkRBAC(t, k.client.Actions())
 	waitFor(t, 5*time.Second, "events about unknown pods to expire", func() bool {
 		return r.metric(t, "schedlens_collector_events_unattributed_total") == 3
 	})
