@@ -165,11 +165,11 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 	if s.Deleted {
 		l.gone = at
 	}
-	g.emit(events.KindPodStatus, p.ref.UID+"/"+s.ResourceVersion, at, &p.ref, p.node, s)
+	g.emit(events.KindPodStatus, "pod_status/"+p.ref.UID+"/"+s.ResourceVersion, at, &p.ref, p.node, s)
 }
 
 func (g *gen) k8sEvent(p *podState, at time.Time, reason, typ, action, note, eventUID string, count int) {
-	g.emit(events.KindK8sEvent, eventUID+"/"+strconv.Itoa(count), at, &p.ref, p.node, &events.K8sEvent{
+	g.emit(events.KindK8sEvent, "k8s_event/"+eventUID+"/"+strconv.Itoa(max(count, 1)), at, &p.ref, p.node, &events.K8sEvent{
 		Reason: reason, Type: typ, Note: note, ReportingController: "default-scheduler", Action: action,
 		EventUID: eventUID, Count: count,
 	})
@@ -183,7 +183,7 @@ func (g *gen) request(p *podState, at time.Time, ok bool) {
 	} else {
 		r.Status, r.LatencyMS, r.Error = 503, 1+g.rng.Float64()*3, "http_503"
 	}
-	g.emit(events.KindRequest, fmt.Sprintf("prober-eventgen/%d", g.seq), at, &p.ref, p.node, r)
+	g.emit(events.KindRequest, fmt.Sprintf("request/prober-eventgen/%d", g.seq), at, &p.ref, p.node, r)
 }
 
 func sec(t time.Time) *time.Time { s := t.Truncate(time.Second); return &s }
