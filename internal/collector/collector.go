@@ -473,11 +473,10 @@ func (c *Collector) expire() {
 	}
 }
 
-// Resync must only be called once Ready.
-//
 // Resync publishes the whole current state again — every node, pod, event about a known pod
 // or node, experiment ConfigMap, and an inventory per scope — waiting for buffer room. Ids
-// make it idempotent: JetStream and Postgres drop what they already hold.
+// make it idempotent: JetStream and Postgres drop what they already hold. Call it only once
+// Ready.
 func (c *Collector) Resync(ctx context.Context) error {
 	c.resyncMu.Lock()
 	defer c.resyncMu.Unlock()
