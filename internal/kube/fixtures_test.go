@@ -46,7 +46,7 @@ type watchEvent[T any] struct {
 	Object T      `json:"object"`
 }
 
-func readJSON(t *testing.T, name string, v any) {
+func readJSON(t testing.TB, name string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -80,7 +80,7 @@ func readWatch[T any](t *testing.T, name string) []watchEvent[T] {
 }
 
 // recordedPods are the pods listed at the end of the recording, by name.
-func recordedPods(t *testing.T) map[string]*corev1.Pod {
+func recordedPods(t testing.TB) map[string]*corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
 	readJSON(t, "pods.list.json", &list)
@@ -88,7 +88,7 @@ func recordedPods(t *testing.T) map[string]*corev1.Pod {
 }
 
 // derivedPods are the pods built for cases the recording lacks (testdata/README.md), by name.
-func derivedPods(t *testing.T) map[string]*corev1.Pod {
+func derivedPods(t testing.TB) map[string]*corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
 	readJSON(t, "pods.derived.json", &list)
@@ -104,7 +104,7 @@ func podsByName(items []corev1.Pod) map[string]*corev1.Pod {
 }
 
 // nodes are the recorded and the derived nodes, by name.
-func nodes(t *testing.T) map[string]*corev1.Node {
+func nodes(t testing.TB) map[string]*corev1.Node {
 	t.Helper()
 	out := map[string]*corev1.Node{}
 	for _, name := range []string{"nodes.list.json", "nodes.derived.json"} {
