@@ -1,0 +1,280 @@
+// Package cluster describes the lab's simulated GPU cluster in YAML — node pools with a GPU
+// model, GPUs per node, labels, taints and GPU sharing — and turns it into Node objects labelled
+// and sized the way the NVIDIA device plugin and GPU feature discovery would advertise them.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Sharing modes of a pool's GPUs.
+const (
+	Exclusive   = "exclusive"
+	TimeSlicing = "time-slicing"
+	MPS         = "mps"
+	MIG         = "mig"
+)
+
+// LabelPool names a node's pool.
+const LabelPool = "lab.schedlens.io/pool"
+
+// Spec is a GPU cluster.
+type Spec struct {
+	Pools []Pool `json:"pools"`
+}
+
+// Pool is a group of identical nodes.
+type Pool struct {
+	Name         string            `json:"name"`
+	Nodes        int               `json:"nodes"`
+	GPU          GPU               `json:"gpu"`
+	Sharing      Sharing           `json:"sharing"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Taints       []corev1.Taint    `json:"taints,omitempty"`
+	CPU          string            `json:"cpu,omitempty"`    // default 32
+	Memory       string            `json:"memory,omitempty"` // default 256Gi
+	CachedModels []string          `json:"cachedModels,omitempty"`
+}
+
+// GPU is the accelerator of every node in a pool.
+type GPU struct {
+	Product   string `json:"product"` // as GPU feature discovery writes it, e.g. NVIDIA-H100-80GB-HBM3
+	Count     int    `json:"count"`   // physical GPUs per node
+	MemoryMiB int    `json:"memoryMiB,omitempty"`
+}
+
+// Sharing says how a pool's GPUs are shared.
+type Sharing struct {
+	Mode     string `json:"mode,omitempty"`     // exclusive (default), time-slicing, mps or mig
+	Replicas int    `json:"replicas,omitempty"` // time-slicing and mps: pods per GPU
+	Profile  string `json:"profile,omitempty"`  // mig: the instance profile, e.g. 1g.10gb
+	Slices   int    `json:"slices,omitempty"`   // mig: instances per GPU
+	Strategy string `json:"strategy,omitempty"` // mig: single (default; slices are nvidia.com/gpu) or mixed (nvidia.com/mig-<profile>)
+}
+
+// Default is the cluster lab demo runs on (default.yaml).
+func Default() *Spec {
+	s, err := Parse(defaultYAML)
+	if err != nil {
+		panic(fmt.Sprintf("embedded default.yaml: %v", err)) // covered by a test
+	}
+	return s
+}
+
+// Load reads a cluster spec from a YAML file.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster spec: %w", err)
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("cluster spec %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse reads and validates a cluster spec.
+func Parse(b []byte) (*Spec, error) {
+	var s Spec
+	if err := yaml.UnmarshalStrict(bytes.TrimSpace(b), &s); err != nil {
+		return nil, err
+	}
+	if len(s.Pools) == 0 {
+		return nil, errors.New("no pools")
+	}
+	seen := map[string]bool{}
+	for i := range s.Pools {
+		p := &s.Pools[i]
+		switch {
+		case p.Name == "":
+			return nil, fmt.Errorf("pools[%d]: name missing", i)
+		case seen[p.Name]:
+			return nil, fmt.Errorf("pools[%d]: name %q used twice", i, p.Name)
+		case p.Nodes < 1:
+			return nil, fmt.Errorf("pool %s: nodes must be ≥ 1", p.Name)
+		case p.GPU.Count < 0:
+			return nil, fmt.Errorf("pool %s: gpu.count must be ≥ 0", p.Name)
+		case p.GPU.Count > 0 && p.GPU.Product == "":
+			return nil, fmt.Errorf("pool %s: gpu.product missing", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Sharing.Mode == "" {
+			p.Sharing.Mode = Exclusive
+		}
+		switch p.Sharing.Mode {
+		case Exclusive:
+		case TimeSlicing, MPS:
+			if p.Sharing.Replicas < 2 {
+				return nil, fmt.Errorf("pool %s: %s needs replicas ≥ 2", p.Name, p.Sharing.Mode)
+			}
+		case MIG:
+			if p.Sharing.Profile == "" || p.Sharing.Slices < 1 {
+				return nil, fmt.Errorf("pool %s: mig needs a profile and slices ≥ 1", p.Name)
+			}
+			if p.Sharing.Strategy == "" {
+				p.Sharing.Strategy = "single"
+			}
+			if p.Sharing.Strategy != "single" && p.Sharing.Strategy != "mixed" {
+				return nil, fmt.Errorf("pool %s: mig strategy %q: want single or mixed", p.Name, p.Sharing.Strategy)
+			}
+		default:
+			return nil, fmt.Errorf("pool %s: sharing mode %q: want exclusive, time-slicing, mps or mig", p.Name, p.Sharing.Mode)
+		}
+		if p.GPU.MemoryMiB == 0 {
+			p.GPU.MemoryMiB = 81920
+		}
+		if p.CPU == "" {
+			p.CPU = "32"
+		}
+		if p.Memory == "" {
+			p.Memory = "256Gi"
+		}
+		for _, q := range []string{p.CPU, p.Memory} {
+			if _, err := resource.ParseQuantity(q); err != nil {
+				return nil, fmt.Errorf("pool %s: %q: %w", p.Name, q, err)
+			}
+		}
+	}
+	return &s, nil
+}
+
+// NodeName is the name of a pool's i-th node (1-based): gpu-<pool>-<i>.
+func (p Pool) NodeName(i int) string { return fmt.Sprintf("gpu-%s-%d", p.Name, i) }
+
+// Resource is the extended resource a pod requests for one unit of this pool's GPUs.
+func (p Pool) Resource() corev1.ResourceName {
+	if p.Sharing.Mode == MIG && p.Sharing.Strategy == "mixed" {
+		return corev1.ResourceName("nvidia.com/mig-" + p.Sharing.Profile)
+	}
+	return "nvidia.com/gpu"
+}
+
+// Units is how many of Resource a node advertises: GPUs × replicas, or × MIG slices.
+func (p Pool) Units() int {
+	switch p.Sharing.Mode {
+	case TimeSlicing, MPS:
+		return p.GPU.Count * p.Sharing.Replicas
+	case MIG:
+		return p.GPU.Count * p.Sharing.Slices
+	}
+	return p.GPU.Count
+}
+
+// Node returns the i-th node (1-based) of the pool: labels, taints and capacity, Ready.
+func (p Pool) Node(i int) *corev1.Node {
+	name := p.NodeName(i)
+	labels := map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		LabelPool: p.Name,
+	}
+	if p.GPU.Count > 0 {
+		product, strategy := p.GPU.Product, "none"
+		switch p.Sharing.Mode {
+		case TimeSlicing, MPS:
+			product, strategy = product+"-SHARED", p.Sharing.Mode
+			labels["nvidia.com/gpu.replicas"] = strconv.Itoa(p.Sharing.Replicas)
+		case MIG:
+			labels["nvidia.com/mig.strategy"] = p.Sharing.Strategy
+			if p.Sharing.Strategy == "single" {
+				product += "-MIG-" + p.Sharing.Profile
+			} else {
+				prefix := "nvidia.com/mig-" + p.Sharing.Profile
+				labels[prefix+".count"] = strconv.Itoa(p.Units())
+				labels[prefix+".product"] = p.GPU.Product + "-MIG-" + p.Sharing.Profile
+			}
+		}
+		labels["nvidia.com/gpu.present"] = "true"
+		labels["nvidia.com/gpu.product"] = product
+		labels["nvidia.com/gpu.count"] = strconv.Itoa(p.GPU.Count)
+		labels["nvidia.com/gpu.memory"] = strconv.Itoa(p.GPU.MemoryMiB)
+		labels["nvidia.com/gpu.sharing-strategy"] = strategy
+		if _, ok := labels["nvidia.com/gpu.replicas"]; !ok {
+			labels["nvidia.com/gpu.replicas"] = "1"
+		}
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(p.CPU),
+		corev1.ResourceMemory: resource.MustParse(p.Memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	if p.GPU.Count > 0 {
+		res[p.Resource()] = *resource.NewQuantity(int64(p.Units()), resource.DecimalSI)
+	}
+	now := metav1.Now()
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: append([]corev1.Taint(nil), p.Taints...)},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res.DeepCopy(),
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "simulated kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-lab", OperatingSystem: "linux", Architecture: "amd64"},
+		},
+	}
+}
+
+// Nodes returns every node of the spec, pool by pool.
+func (s *Spec) Nodes() []*corev1.Node {
+	var out []*corev1.Node
+	for _, p := range s.Pools {
+		for i := 1; i <= p.Nodes; i++ {
+			out = append(out, p.Node(i))
+		}
+	}
+	return out
+}
+
+// PoolOf returns the pool a node name belongs to.
+func (s *Spec) PoolOf(node string) (Pool, bool) {
+	for _, p := range s.Pools {
+		if strings.HasPrefix(node, "gpu-"+p.Name+"-") {
+			if _, err := strconv.Atoi(strings.TrimPrefix(node, "gpu-"+p.Name+"-")); err == nil {
+				return p, true
+			}
+		}
+	}
+	return Pool{}, false
+}
+
+// Create registers every node with the API server, Ready (create, then the status
+// subresource, as a kubelet does). Nodes that exist are updated.
+func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
+	for _, n := range s.Nodes() {
+		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			created, err = client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("create node %s: %w", n.Name, err)
+		}
+		created.Status = n.Status
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s status: %w", n.Name, err)
+		}
+	}
+	return nil
+}

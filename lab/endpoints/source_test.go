@@ -1,0 +1,156 @@
+package endpoints_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/lab/endpoints"
+	"github.com/schedlens/schedlens/lab/sim"
+)
+
+// fakeSource stands in for the simulated kubelet: the Source interface is the boundary.
+type fakeSource struct {
+	mu    sync.Mutex
+	pods  []sim.Pod
+	nodes []sim.Node
+}
+
+func (f *fakeSource) Pods() []sim.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.pods)
+}
+
+func (f *fakeSource) Nodes() []sim.Node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.nodes)
+}
+
+// setPod adds p, or replaces the pod with its UID.
+func (f *fakeSource) setPod(p sim.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.pods {
+		if f.pods[i].UID == p.UID {
+			f.pods[i] = p
+			return
+		}
+	}
+	f.pods = append(f.pods, p)
+}
+
+func (f *fakeSource) removePod(uid string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods = slices.DeleteFunc(f.pods, func(p sim.Pod) bool { return p.UID == uid })
+}
+
+func (f *fakeSource) setNode(n sim.Node) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.nodes {
+		if f.nodes[i].Name == n.Name {
+			f.nodes[i] = n
+			return
+		}
+	}
+	f.nodes = append(f.nodes, n)
+}
+
+var ipSeq atomic.Uint32
+
+// loopbackIP returns a 127.x.y.z address no other test in this process uses; the second octet
+// is random so that concurrent test processes are unlikely to meet.
+var ipBase = 100 + rand.IntN(100)
+
+func loopbackIP() string {
+	n := ipSeq.Add(1)
+	return fmt.Sprintf("127.%d.%d.%d", ipBase, n/250, 1+n%250)
+}
+
+// freePort returns a port that was free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// testConfig is a Config on free ports with a fast reconcile.
+func testConfig(t *testing.T) endpoints.Config {
+	return endpoints.Config{
+		Port:      freePort(t),
+		DCGMPort:  freePort(t),
+		Seed:      42,
+		Reconcile: 10 * time.Millisecond,
+	}
+}
+
+// start runs a Server until the test ends; stop cancels it and returns Run's error.
+func start(t *testing.T, src sim.Source, cfg endpoints.Config) (stop func() error) {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv := endpoints.New(src, cfg, logger)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Run did not return within 10s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return stop
+}
+
+func addr(ip string, port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
+
+// refused reports whether a connection to addr is refused.
+func refused(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// eventually polls cond until it holds or 5s have passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

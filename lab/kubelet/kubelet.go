@@ -1,0 +1,632 @@
+// Package kubelet plays the kubelet of every simulated GPU node: a pod the real scheduler bound
+// to one of them goes through image pull → Running → model load → Ready by writing its status,
+// with delays drawn (seeded) from a model that depends on the GPU model, on whether the node has
+// the image and the model cached, and on how many pods share the GPU. It crashes containers on
+// demand, takes nodes NotReady and back, and finishes graceful deletions so preemptions and
+// drains complete (without a kubelet a deleted pod stays Terminating forever).
+//
+// Delay model (seconds, before Config.Speed scales them):
+//   - image pull: 0.3 when the node already pulled the image, else 1.5–3.0;
+//   - container start: 0.2–0.4;
+//   - model load: H100 3, A100 4, L40S 5, T4 8, other 6; ×0.6 when the node caches the model
+//     (pool cachedModels, or a pod of the same model ran there before); ×(1 + 0.5·(sharers−1)) on
+//     a time-sliced or MPS GPU; ×(7/slices of the profile)^0.5 on a MIG instance; × a lognormal
+//     jitter (σ 0.15).
+//
+// Pod IPs are distinct loopback addresses 127.<2+n/253>.<node>.<2+n%253> never reused, so the
+// inference endpoints (package endpoints) can listen on them; node i listens on 127.1.<i>.1.
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/schedlens/schedlens/lab/cluster"
+	"github.com/schedlens/schedlens/lab/sim"
+)
+
+// Pod annotations the simulated kubelet honours.
+const (
+	// AnnotationModel names the model a pod loads (cache hits are per model); default "model".
+	AnnotationModel = "lab.schedlens.io/model"
+	// AnnotationCrashes makes the container crash that many times while loading the model
+	// before it becomes Ready (a crash loop with restarts).
+	AnnotationCrashes = "lab.schedlens.io/crashes"
+)
+
+// Config tunes the simulation.
+type Config struct {
+	Seed  uint64
+	Speed float64 // multiplies every delay: 0.5 runs twice as fast; default 1
+}
+
+// Kubelet simulates the kubelet of every node in a cluster spec.
+type Kubelet struct {
+	client kubernetes.Interface
+	spec   *cluster.Spec
+	cfg    Config
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	rng   *rand.Rand
+	nodes map[string]*node
+	pods  map[types.UID]*pod
+	ctx   context.Context
+}
+
+type node struct {
+	name   string
+	index  int
+	pool   cluster.Pool
+	ready  bool
+	gpus   []gpu
+	images map[string]bool
+	models map[string]bool
+	nextIP int
+}
+
+type gpu struct {
+	uuid  string
+	slots []types.UID // one per replica or MIG instance; "" when free
+}
+
+type pod struct {
+	ns, name  string
+	uid       types.UID
+	node      *node
+	model     string
+	image     string
+	container string
+	ip        string
+	gpu, slot int // -1 without a GPU
+	units     int
+	crashes   int
+	restarts  int
+	running   bool
+	ready     bool
+	loading   bool
+	deleting  bool
+	gen       int // bumped to cancel pending steps
+}
+
+// New returns a kubelet for the nodes of spec; Run starts it.
+func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *slog.Logger) *Kubelet {
+	if cfg.Speed <= 0 {
+		cfg.Speed = 1
+	}
+	k := &Kubelet{
+		client: client, spec: spec, cfg: cfg, logger: logger,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6b75)),
+		nodes: map[string]*node{}, pods: map[types.UID]*pod{},
+	}
+	i := 0
+	for _, p := range spec.Pools {
+		for n := 1; n <= p.Nodes; n++ {
+			nd := &node{name: p.NodeName(n), index: i, pool: p, ready: true, images: map[string]bool{}, models: map[string]bool{}}
+			for _, m := range p.CachedModels {
+				nd.models[m] = true
+			}
+			slots := 1
+			switch p.Sharing.Mode {
+			case cluster.TimeSlicing, cluster.MPS:
+				slots = p.Sharing.Replicas
+			case cluster.MIG:
+				slots = p.Sharing.Slices
+			}
+			for g := range p.GPU.Count {
+				nd.gpus = append(nd.gpus, gpu{uuid: gpuUUID(nd.name, g), slots: make([]types.UID, slots)})
+			}
+			k.nodes[nd.name] = nd
+			i++
+		}
+	}
+	return k
+}
+
+// gpuUUID is a stable GPU-… UUID per node and index.
+func gpuUUID(nodeName string, index int) string {
+	h := uint64(14695981039346656037)
+	for _, c := range nodeName + "/" + strconv.Itoa(index) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h), uint16(h>>48), h&0xffffffffffff)
+}
+
+// Run follows pods until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) error {
+	k.mu.Lock()
+	k.ctx = ctx
+	k.mu.Unlock()
+	f := informers.NewSharedInformerFactory(k.client, 0)
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { k.observe(obj) },
+		UpdateFunc: func(_, obj any) { k.observe(obj) },
+		DeleteFunc: func(obj any) { k.forget(obj) },
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	<-ctx.Done()
+	f.Shutdown()
+	return nil
+}
+
+func (k *Kubelet) observe(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	nd := k.nodes[p.Spec.NodeName]
+	if nd == nil {
+		return
+	}
+	st := k.pods[p.UID]
+	if st == nil {
+		if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			return
+		}
+		st = k.admit(p, nd)
+		k.pods[p.UID] = st
+		if p.DeletionTimestamp == nil {
+			k.after(st, k.pullDelay(st)+k.uniform(0.2, 0.4), k.start)
+		}
+	}
+	if p.DeletionTimestamp != nil && !st.deleting {
+		st.deleting = true
+		st.gen++
+		k.after(st, k.uniform(0.1, 0.3), k.finishDeletion)
+	}
+}
+
+// admit assigns the pod its GPU slots.
+func (k *Kubelet) admit(p *corev1.Pod, nd *node) *pod {
+	st := &pod{ns: p.Namespace, name: p.Name, uid: p.UID, node: nd, gpu: -1, slot: -1, model: "model"}
+	if m := p.Annotations[AnnotationModel]; m != "" {
+		st.model = m
+	}
+	if n, err := strconv.Atoi(p.Annotations[AnnotationCrashes]); err == nil && n > 0 {
+		st.crashes = n
+	}
+	if len(p.Spec.Containers) > 0 {
+		st.container, st.image = p.Spec.Containers[0].Name, p.Spec.Containers[0].Image
+	}
+	for _, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if strings.HasPrefix(string(name), "nvidia.com/") {
+				st.units += int(q.Value())
+			}
+		}
+	}
+	for u := 0; u < st.units; u++ {
+		g, s := nd.freeSlot()
+		if g < 0 {
+			break // more than the node has: the scheduler would not have bound it
+		}
+		nd.gpus[g].slots[s] = p.UID
+		if st.gpu < 0 {
+			st.gpu, st.slot = g, s
+		}
+	}
+	return st
+}
+
+// freeSlot picks the free slot on the least-used GPU.
+func (nd *node) freeSlot() (int, int) {
+	best, bestUsed, slot := -1, math.MaxInt, -1
+	for g, gp := range nd.gpus {
+		used, free := 0, -1
+		for s, u := range gp.slots {
+			if u != "" {
+				used++
+			} else if free < 0 {
+				free = s
+			}
+		}
+		if free >= 0 && used < bestUsed {
+			best, bestUsed, slot = g, used, free
+		}
+	}
+	return best, slot
+}
+
+func (nd *node) sharers(g int) int {
+	n := 0
+	for _, u := range nd.gpus[g].slots {
+		if u != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (k *Kubelet) release(st *pod) {
+	for g := range st.node.gpus {
+		for s, u := range st.node.gpus[g].slots {
+			if u == st.uid {
+				st.node.gpus[g].slots[s] = ""
+			}
+		}
+	}
+}
+
+func (k *Kubelet) forget(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if st := k.pods[p.UID]; st != nil {
+		st.gen++
+		k.release(st)
+		delete(k.pods, p.UID)
+	}
+}
+
+// after runs step for st after d seconds (scaled), unless st changed course meanwhile.
+// Called with k.mu held.
+func (k *Kubelet) after(st *pod, seconds float64, step func(*pod)) {
+	gen := st.gen
+	ctx := k.ctx
+	time.AfterFunc(time.Duration(seconds*k.cfg.Speed*float64(time.Second)), func() {
+		if ctx != nil && ctx.Err() != nil {
+			return
+		}
+		k.mu.Lock()
+		current := k.pods[st.uid] == st && st.gen == gen
+		k.mu.Unlock()
+		if current {
+			step(st)
+		}
+	})
+}
+
+func (k *Kubelet) uniform(lo, hi float64) float64 { return lo + k.rng.Float64()*(hi-lo) }
+
+func (k *Kubelet) pullDelay(st *pod) float64 {
+	if st.node.images[st.image] {
+		return 0.3
+	}
+	return k.uniform(1.5, 3.0)
+}
+
+// loadDelay is the model load time of st on its node now. Called with k.mu held.
+func (k *Kubelet) loadDelay(st *pod) float64 {
+	product := st.node.pool.GPU.Product
+	base := 6.0
+	for _, m := range []struct {
+		sub string
+		s   float64
+	}{{"H100", 3}, {"A100", 4}, {"L40S", 5}, {"T4", 8}} {
+		if strings.Contains(product, m.sub) {
+			base = m.s
+			break
+		}
+	}
+	if st.node.models[st.model] {
+		base *= 0.6
+	}
+	if st.gpu >= 0 {
+		switch st.node.pool.Sharing.Mode {
+		case cluster.TimeSlicing, cluster.MPS:
+			base *= 1 + 0.5*float64(st.node.sharers(st.gpu)-1)
+		case cluster.MIG:
+			base *= math.Sqrt(7 / float64(migSlices(st.node.pool.Sharing.Profile)))
+		}
+	}
+	return base * math.Exp(0.15*k.rng.NormFloat64())
+}
+
+// migSlices is the compute slices of a MIG profile ("3g.40gb" → 3).
+func migSlices(profile string) int {
+	if i := strings.IndexByte(profile, 'g'); i > 0 {
+		if n, err := strconv.Atoi(profile[:i]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
+// start: the image is pulled and the container runs; the model starts loading.
+func (k *Kubelet) start(st *pod) {
+	k.mu.Lock()
+	nd := st.node
+	nd.images[st.image] = true
+	if st.ip == "" {
+		n := nd.nextIP
+		nd.nextIP++
+		st.ip = fmt.Sprintf("127.%d.%d.%d", 2+n/253, nd.index, 2+n%253)
+	}
+	st.running, st.loading, st.ready = true, true, false
+	restarts, ip, hostIP := st.restarts, st.ip, nodeIP(nd)
+	crash := st.crashes > 0
+	load := k.loadDelay(st)
+	k.mu.Unlock()
+
+	now := metav1.Now()
+	k.updateStatus(st, func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP, p.Status.HostIP = ip, hostIP
+		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+		p.Status.HostIPs = []corev1.HostIP{{IP: hostIP}}
+		if p.Status.StartTime == nil {
+			p.Status.StartTime = &now
+		}
+		setCondition(p, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", now)
+		setCondition(p, corev1.PodInitialized, corev1.ConditionTrue, "", now)
+		setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", now)
+		setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", now)
+		p.Status.ContainerStatuses = containerStatuses(p, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, false, restarts)
+	})
+	k.mu.Lock()
+	if crash {
+		k.after(st, load*k.uniform(0.3, 0.7), k.crash)
+	} else {
+		k.after(st, load, k.ready)
+	}
+	k.mu.Unlock()
+}
+
+// ready: the model is loaded; the readiness probe passes.
+func (k *Kubelet) ready(st *pod) {
+	k.mu.Lock()
+	st.loading, st.ready = false, st.node.ready
+	st.node.models[st.model] = true
+	restarts, nodeReady := st.restarts, st.node.ready
+	k.mu.Unlock()
+	if !nodeReady {
+		return // the node lost contact meanwhile: readiness comes back with the node
+	}
+	now := metav1.Now()
+	k.updateStatus(st, func(p *corev1.Pod) {
+		setCondition(p, corev1.ContainersReady, corev1.ConditionTrue, "", now)
+		setCondition(p, corev1.PodReady, corev1.ConditionTrue, "", now)
+		started := now
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Running != nil {
+				started = c.State.Running.StartedAt
+			}
+		}
+		p.Status.ContainerStatuses = containerStatuses(p, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}, true, restarts)
+	})
+}
+
+// crash: the container exits with an error; the kubelet restarts it after a back-off.
+func (k *Kubelet) crash(st *pod) {
+	k.mu.Lock()
+	st.running, st.loading, st.ready = false, false, false
+	if st.crashes > 0 {
+		st.crashes--
+	}
+	st.restarts++
+	restarts := st.restarts
+	st.gen++
+	k.mu.Unlock()
+	now := metav1.Now()
+	k.updateStatus(st, func(p *corev1.Pod) {
+		setCondition(p, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", now)
+		setCondition(p, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", now)
+		p.Status.ContainerStatuses = containerStatuses(p, corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting failed container"},
+		}, false, restarts)
+		p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", FinishedAt: now,
+		}}
+	})
+	k.mu.Lock()
+	k.after(st, 1.0, k.start)
+	k.mu.Unlock()
+}
+
+// Crash makes a running pod's container crash now (it restarts and loads its model again).
+func (k *Kubelet) Crash(namespace, name string) error {
+	k.mu.Lock()
+	var st *pod
+	for _, p := range k.pods {
+		if p.ns == namespace && p.name == name && !p.deleting {
+			st = p
+		}
+	}
+	if st == nil || !st.running {
+		k.mu.Unlock()
+		return fmt.Errorf("pod %s/%s is not running on a simulated node", namespace, name)
+	}
+	st.gen++
+	k.mu.Unlock()
+	k.crash(st)
+	return nil
+}
+
+// finishDeletion ends a graceful deletion: the containers stopped, the kubelet confirms with a
+// delete of grace 0.
+func (k *Kubelet) finishDeletion(st *pod) {
+	k.mu.Lock()
+	st.running, st.ready, st.loading = false, false, false
+	k.mu.Unlock()
+	ctx := context.Background()
+	zero := int64(0)
+	err := k.client.CoreV1().Pods(st.ns).Delete(ctx, st.name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &st.uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		k.logger.Warn("finish deletion", "pod", st.ns+"/"+st.name, "error", err)
+	}
+}
+
+// SetNodeReady takes a node NotReady (its kubelet stops reporting: its pods lose readiness, as
+// the node lifecycle controller would mark them) or back to Ready (its pods become Ready again
+// shortly after).
+func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) error {
+	k.mu.Lock()
+	nd := k.nodes[name]
+	if nd == nil {
+		k.mu.Unlock()
+		return fmt.Errorf("no simulated node %s", name)
+	}
+	nd.ready = ready
+	var affected []*pod
+	for _, st := range k.pods {
+		if st.node == nd && st.running && !st.loading && !st.deleting {
+			affected = append(affected, st)
+		}
+	}
+	k.mu.Unlock()
+
+	status, reason := corev1.ConditionTrue, "KubeletReady"
+	if !ready {
+		status, reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := k.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = status, reason
+				n.Status.Conditions[i].LastTransitionTime, n.Status.Conditions[i].LastHeartbeatTime = now, now
+			}
+		}
+		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("node %s status: %w", name, err)
+	}
+	for _, st := range affected {
+		if ready {
+			k.mu.Lock()
+			k.after(st, k.uniform(0.3, 0.8), k.ready)
+			k.mu.Unlock()
+			continue
+		}
+		k.mu.Lock()
+		st.ready = false
+		k.mu.Unlock()
+		now := metav1.Now()
+		k.updateStatus(st, func(p *corev1.Pod) {
+			setCondition(p, corev1.PodReady, corev1.ConditionFalse, "NodeNotReady", now)
+		})
+	}
+	return nil
+}
+
+// updateStatus applies mutate to the pod's latest version and writes its status, retrying on
+// conflicts. A pod that is gone is left alone.
+func (k *Kubelet) updateStatus(st *pod, mutate func(*corev1.Pod)) {
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := k.client.CoreV1().Pods(st.ns).Get(ctx, st.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.UID != st.uid {
+			return apierrors.NewNotFound(corev1.Resource("pods"), st.name)
+		}
+		mutate(p)
+		_, err = k.client.CoreV1().Pods(st.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		k.logger.Warn("update pod status", "pod", st.ns+"/"+st.name, "error", err)
+	}
+}
+
+func setCondition(p *corev1.Pod, typ corev1.PodConditionType, status corev1.ConditionStatus, reason string, at metav1.Time) {
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type == typ {
+			if c.Status != status {
+				c.LastTransitionTime = at
+			}
+			c.Status, c.Reason = status, reason
+			return
+		}
+	}
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: typ, Status: status, Reason: reason, LastTransitionTime: at})
+}
+
+func containerStatuses(p *corev1.Pod, state corev1.ContainerState, ready bool, restarts int) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for i, c := range p.Spec.Containers {
+		started := state.Running != nil
+		out = append(out, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: "lab://" + c.Image, State: state, Ready: ready,
+			RestartCount: int32(restarts), Started: &started,
+			ContainerID: fmt.Sprintf("lab://%s-%d-%d", p.UID, i, restarts),
+		})
+	}
+	return out
+}
+
+func nodeIP(nd *node) string { return fmt.Sprintf("127.1.%d.1", nd.index) }
+
+// Pods implements sim.Source.
+func (k *Kubelet) Pods() []sim.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]sim.Pod, 0, len(k.pods))
+	for _, st := range k.pods {
+		sp := sim.Pod{
+			Namespace: st.ns, Name: st.name, UID: string(st.uid), Node: st.node.name, IP: st.ip, Container: st.container,
+			Running: st.running, Ready: st.ready, Loading: st.loading, GPUIndex: -1, MIGIndex: -1,
+		}
+		if st.gpu >= 0 {
+			pool := st.node.pool
+			sp.GPUModel, sp.GPUIndex, sp.GPUUUID = pool.GPU.Product, st.gpu, st.node.gpus[st.gpu].uuid
+			sp.Sharing, sp.Sharers = pool.Sharing.Mode, st.node.sharers(st.gpu)
+			if pool.Sharing.Mode == cluster.MIG {
+				sp.MIGProfile, sp.MIGIndex = pool.Sharing.Profile, st.slot
+			}
+		}
+		out = append(out, sp)
+	}
+	slices.SortFunc(out, func(a, b sim.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	return out
+}
+
+// Nodes implements sim.Source.
+func (k *Kubelet) Nodes() []sim.Node {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]sim.Node, 0, len(k.nodes))
+	for _, nd := range k.nodes {
+		sn := sim.Node{Name: nd.name, IP: nodeIP(nd), Ready: nd.ready, GPUModel: nd.pool.GPU.Product}
+		for g, gp := range nd.gpus {
+			sg := sim.GPU{Index: g, UUID: gp.uuid, MemoryMiB: nd.pool.GPU.MemoryMiB}
+			if nd.pool.Sharing.Mode == cluster.MIG {
+				for range gp.slots {
+					sg.MIGProfiles = append(sg.MIGProfiles, nd.pool.Sharing.Profile)
+				}
+			}
+			sn.GPUs = append(sn.GPUs, sg)
+		}
+		out = append(out, sn)
+	}
+	slices.SortFunc(out, func(a, b sim.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
