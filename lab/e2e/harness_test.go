@@ -84,9 +84,10 @@ func run(m *testing.M) int {
 
 // env is one test's namespace and pipeline.
 type env struct {
-	t  *testing.T
-	ns string
-	s  *stack.Stack
+	t     *testing.T
+	ns    string
+	s     *stack.Stack
+	dbURL string
 }
 
 func newEnv(t *testing.T) *env {
@@ -96,13 +97,14 @@ func newEnv(t *testing.T) *env {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	dbURL := pgtest.URL(t)
 	s, err := stack.Start(ctx, stack.Options{
-		Client: client, DatabaseURL: pgtest.URL(t), Namespaces: []string{ns}, NATSDir: t.TempDir(), Logger: logger,
+		Client: client, DatabaseURL: dbURL, Namespaces: []string{ns}, NATSDir: t.TempDir(), Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ns: ns, s: s}
+	e := &env{t: t, ns: ns, s: s, dbURL: dbURL}
 	t.Cleanup(func() {
 		e.deleteAll()
 		s.Stop()
