@@ -2,24 +2,42 @@
 
 GO ?= go
 BENCH_ARGS ?=
+DEMO_ARGS ?=
 
 .DEFAULT_GOAL := build
 
-.PHONY: build test vet bench demo clean
+.PHONY: build lab test test-main test-lab vet bench demo demo-replay clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-test:
+# The lab is its own Go module (it imports k8s.io/kubernetes): building it the first time takes
+# minutes, later builds seconds.
+lab:
+	cd lab && $(GO) build -o ../bin/ ./cmd/lab
+
+# The whole suite: the services' module, then the lab's (real kube-apiserver and kube-scheduler).
+test: test-main test-lab
+
+test-main:
 	$(GO) test -count=1 -timeout 20m ./...
+
+test-lab:
+	cd lab && $(GO) test -count=1 -timeout 30m ./...
 
 vet:
 	$(GO) vet ./...
+	cd lab && $(GO) vet ./...
 
 bench:
 	$(GO) run ./cmd/schedlens-bench $(BENCH_ARGS)
 
-demo:
+# The lab demo: a real scheduler on simulated GPU nodes, schedlens beside it, the day20 experiment.
+demo: lab
+	bin/lab demo $(DEMO_ARGS)
+
+# The replay demo: correlator + api, and the recorded sample replayed into them.
+demo-replay:
 	./scripts/demo.sh
 
 clean:

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,14 @@ const LabelPool = "lab.schedlens.io/pool"
 // Spec is a GPU cluster.
 type Spec struct {
 	Pools []Pool `json:"pools"`
+	// PriorityClasses are created with the nodes (experiments refer to them by name).
+	PriorityClasses []PriorityClass `json:"priorityClasses,omitempty"`
+}
+
+// PriorityClass is a scheduling priority pods can name.
+type PriorityClass struct {
+	Name  string `json:"name"`
+	Value int32  `json:"value"`
 }
 
 // Pool is a group of identical nodes.
@@ -261,8 +270,16 @@ func (s *Spec) PoolOf(node string) (Pool, bool) {
 }
 
 // Create registers every node with the API server, Ready (create, then the status
-// subresource, as a kubelet does). Nodes that exist are updated.
+// subresource, as a kubelet does), and the priority classes. Objects that exist are kept.
 func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
+	for _, pc := range s.PriorityClasses {
+		_, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, Value: pc.Value,
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create priority class %s: %w", pc.Name, err)
+		}
+	}
 	for _, n := range s.Nodes() {
 		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {

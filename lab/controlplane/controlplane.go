@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -100,7 +101,13 @@ func (cp *ControlPlane) start(ctx context.Context, cfg Config) error {
 		return err
 	}
 	cp.logs = append(cp.logs, klogFile)
-	klog.LogToStderr(false)
+	kfs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(kfs)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := kfs.Set(name, value); err != nil {
+			return fmt.Errorf("klog -%s: %w", name, err)
+		}
+	}
 	klog.SetOutput(klogFile)
 
 	ports, err := freePorts(3)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,8 +24,8 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/lab/cluster"
-	"github.com/schedlens/schedlens/lab/controlplane"
 	"github.com/schedlens/schedlens/lab/kubelet"
+	"github.com/schedlens/schedlens/lab/labenv"
 	"github.com/schedlens/schedlens/lab/stack"
 )
 
@@ -54,31 +53,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: dir})
+	l, err := labenv.Start(ctx, labenv.Options{Dir: dir, Seed: 20, Speed: 0.25, Logger: logger})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "control plane:", err)
+		fmt.Fprintln(os.Stderr, "lab:", err)
 		return 1
 	}
-	defer cp.Stop()
-	client, cpError = cp.Client, cp.Err
-	spec = cluster.Default()
-	if err := cluster.Create(ctx, client, spec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, pc := range []struct {
-		name  string
-		value int32
-	}{{"lab-low", 100}, {"lab-high", 1_000_000}} {
-		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
-			ObjectMeta: metav1.ObjectMeta{Name: pc.name}, Value: pc.value,
-		}, metav1.CreateOptions{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	kubelt = kubelet.New(client, spec, kubelet.Config{Seed: 20, Speed: 0.25}, logger)
-	go kubelt.Run(ctx)
+	defer l.Stop()
+	client, kubelt, spec, cpError = l.Client, l.Kubelet, l.Spec, l.Err
 	return m.Run()
 }
 

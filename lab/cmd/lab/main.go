@@ -1,0 +1,150 @@
+// Command lab runs a real Kubernetes scheduler on simulated GPU nodes on this machine.
+//
+//	lab up      start the lab and keep it running (writes a kubeconfig)
+//	lab demo    start the lab and schedlens beside it, run the day20 experiment, print a summary,
+//	            and keep the API up until Ctrl-C (--exit to stop after the summary)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/lab/cluster"
+	"github.com/schedlens/schedlens/lab/experiment"
+	"github.com/schedlens/schedlens/lab/labenv"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+const usageText = `usage: lab up [flags]
+       lab demo [flags]
+
+commands:
+  up     start etcd, kube-apiserver and kube-scheduler on 127.0.0.1 with the simulated GPU
+         nodes, kubelet, inference endpoints and dcgm-exporters; write a kubeconfig; run until
+         SIGINT/SIGTERM
+  demo   the above, plus an embedded NATS server and schedlens' collector, correlator and api
+         on the machine's Postgres; run the experiment (default day20: 4 arms × 3 repeats and the
+         disruption scenarios) with a progress display, print a summary, then keep the API up
+         until Ctrl-C (-exit: stop after the summary)
+
+flags:
+`
+
+type options struct {
+	dir, clusterFile, experimentFile string
+	databaseURL, httpAddr            string
+	speed                            float64
+	seed                             int64
+	exit                             bool
+	log                              config.Logging
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o options
+	fs := config.New("lab", getenv, stderr)
+	fs.String(&o.dir, "dir", "SCHEDLENS_LAB_DIR", "", "control plane state and kubeconfig (default: a temporary directory, removed on exit)")
+	fs.String(&o.clusterFile, "cluster", "SCHEDLENS_LAB_CLUSTER", "", "GPU cluster spec YAML (default: the embedded one, lab/cluster/default.yaml)")
+	fs.String(&o.experimentFile, "experiment", "SCHEDLENS_LAB_EXPERIMENT", "", "experiment definition YAML (demo; default: day20, lab/experiment/day20.yaml)")
+	fs.String(&o.databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL (demo; the database is created if missing)")
+	fs.String(&o.httpAddr, "http-addr", config.EnvHTTPAddr, "127.0.0.1:8080", "address of the schedlens API (demo)")
+	var speed, seed int
+	fs.Int(&speed, "speed-percent", "SCHEDLENS_LAB_SPEED_PERCENT", 50, "simulated kubelet delays as a percentage of the model's (100 = the documented delays)")
+	fs.Int(&seed, "seed", "SCHEDLENS_LAB_SEED", 20, "seed of the simulation")
+	fs.BoolVar(&o.exit, "exit", false, "demo: stop after printing the summary")
+	o.log.Define(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	rest := args[1:]
+	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		_ = fs.Parse(rest)
+		fs.Usage()
+		return config.Usagef("a command is required")
+	}
+	cmd := rest[0]
+	if err := fs.Parse(rest[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return config.Usagef("unexpected arguments %q", fs.Args())
+	}
+	if cmd != "up" && cmd != "demo" {
+		fs.Usage()
+		return config.Usagef("unknown command %q", cmd)
+	}
+	if speed <= 0 || speed > 1000 {
+		fs.Usage()
+		return config.Usagef("-speed-percent must be in 1..1000")
+	}
+	o.speed, o.seed = float64(speed)/100, int64(seed)
+
+	spec := cluster.Default()
+	if o.clusterFile != "" {
+		var err error
+		if spec, err = cluster.Load(o.clusterFile); err != nil {
+			return err
+		}
+	}
+	def := experiment.Day20()
+	if o.experimentFile != "" {
+		var err error
+		if def, err = experiment.Load(o.experimentFile); err != nil {
+			return err
+		}
+	}
+	logger, err := o.log.Logger(stderr, "lab")
+	if err != nil {
+		return err
+	}
+	if o.dir == "" {
+		if o.dir, err = os.MkdirTemp("", "schedlens-lab-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(o.dir)
+	}
+	quiet := logger
+	if cmd == "demo" {
+		// The progress display owns the terminal; only warnings are logged, to a file.
+		f, err := os.Create(filepath.Join(o.dir, "schedlens.log"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		quiet = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	l, err := labenv.Start(ctx, labenv.Options{Dir: o.dir, Spec: spec, Seed: uint64(o.seed), Speed: o.speed, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer l.Stop()
+	fmt.Fprintf(stdout, "lab up: %d GPU nodes, kubeconfig %s\n", len(spec.Nodes()), l.Kubeconfig)
+	if cmd == "up" {
+		fmt.Fprintf(stdout, "  kubectl --kubeconfig %s get nodes\nCtrl-C stops the lab.\n", l.Kubeconfig)
+		<-ctx.Done()
+		return nil
+	}
+	return demo(ctx, o, l, def, quiet, stdout)
+}

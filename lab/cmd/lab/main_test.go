@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/pgtest"
+)
+
+// lab demo -exit runs an experiment end to end and prints a summary whose numbers come from
+// the API: every pod scheduled, the background pods preempted by the priority arm.
+func TestDemo(t *testing.T) {
+	var out, errb bytes.Buffer
+	env := map[string]string{"SCHEDLENS_DATABASE_URL": pgtest.URL(t), "SCHEDLENS_HTTP_ADDR": "127.0.0.1:0"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"lab", "demo", "-exit", "-experiment", "testdata/mini.yaml", "-speed-percent", "25", "-dir", t.TempDir()},
+		func(k string) string { return env[k] }, &out, &errb)
+	if err != nil {
+		t.Fatalf("lab demo: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	text := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s`),
+		regexp.MustCompile(`(?m)^priority\s+4\s+4\s+0\s+0\s`),
+		// 4 background pods per repeat fill the h100 pool; each priority pod preempts one.
+		regexp.MustCompile(`(?m)^background\s+8\s+8\s+0\s+4\s`),
+		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
+		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
+		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	if regexp.MustCompile(`(?m)^E\d{4} `).MatchString(errb.String()) || strings.Contains(errb.String(), "level=ERROR") {
+		t.Errorf("stderr has errors:\n%s", errb.String())
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{{"lab"}, {"lab", "frobnicate"}, {"lab", "up", "-no-such-flag"}, {"lab", "up", "extra"}, {"lab", "demo", "-speed-percent", "0"}} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, func(string) string { return "" }, &out, &errb)
+		if err == nil || !strings.Contains(errb.String(), "usage: lab up") {
+			t.Errorf("%q: err %v, stderr %q; want an error and the usage", args, err, errb.String())
+		}
+	}
+}

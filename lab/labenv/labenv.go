@@ -1,0 +1,89 @@
+// Package labenv starts the whole lab in this process: the control plane, the GPU nodes of a
+// cluster spec, the simulated kubelet, and the inference endpoints and dcgm-exporters.
+package labenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/schedlens/schedlens/lab/cluster"
+	"github.com/schedlens/schedlens/lab/controlplane"
+	"github.com/schedlens/schedlens/lab/endpoints"
+	"github.com/schedlens/schedlens/lab/kubelet"
+)
+
+// Options configure a lab.
+type Options struct {
+	Dir    string        // control plane state (etcd, certs, kubeconfig, logs)
+	Spec   *cluster.Spec // default: cluster.Default()
+	Seed   uint64
+	Speed  float64 // scales the simulated kubelet's delays (default 1)
+	Logger *slog.Logger
+}
+
+// Lab is a running lab.
+type Lab struct {
+	*controlplane.ControlPlane
+	Spec      *cluster.Spec
+	Kubelet   *kubelet.Kubelet
+	Endpoints *endpoints.Server
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+}
+
+// Start starts a lab and returns once its nodes are registered.
+func Start(ctx context.Context, o Options) (*Lab, error) {
+	if o.Spec == nil {
+		o.Spec = cluster.Default()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: o.Dir})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &Lab{ControlPlane: cp, Spec: o.Spec, cancel: cancel}
+	if err := cluster.Create(ctx, cp.Client, o.Spec); err != nil {
+		l.Stop()
+		return nil, err
+	}
+	l.Kubelet = kubelet.New(cp.Client, o.Spec, kubelet.Config{Seed: o.Seed, Speed: o.Speed}, o.Logger.With("component", "kubelet"))
+	l.Endpoints = endpoints.New(l.Kubelet, endpoints.Config{Seed: o.Seed}, o.Logger.With("component", "endpoints"))
+	l.run("kubelet", func() error { return l.Kubelet.Run(ctx) })
+	l.run("endpoints", func() error { return l.Endpoints.Run(ctx) })
+	return l, nil
+}
+
+func (l *Lab) run(name string, f func() error) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+			l.mu.Lock()
+			l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
+			l.mu.Unlock()
+		}
+	}()
+}
+
+// Err reports what stopped early, in the lab or its control plane.
+func (l *Lab) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return errors.Join(append(l.errs, l.ControlPlane.Err())...)
+}
+
+// Stop stops the simulation, then the control plane.
+func (l *Lab) Stop() {
+	l.cancel()
+	l.wg.Wait()
+	l.ControlPlane.Stop()
+}
