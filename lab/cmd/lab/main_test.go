@@ -29,6 +29,8 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^priority\s+4\s+4\s+0\s+0\s`),
 		// 4 background pods per repeat fill the h100 pool; each priority pod preempts one.
 		regexp.MustCompile(`(?m)^background\s+8\s+8\s+0\s+4\s`),
+		// MIG instances of the single strategy, on the MIG node only.
+		regexp.MustCompile(`(?m)^mig\s+4\s+4\s+0\s+0\s.*\sa100-mig×4$`),
 		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
 		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
