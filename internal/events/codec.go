@@ -63,6 +63,9 @@ func Decode(b []byte) (*Envelope, error) {
 		return nil, err
 	}
 	env.Payload = payload
+	if r, ok := payload.(*Request); ok && env.Pod == nil && r.PodIP == "" {
+		return nil, invalid("pod", "a request names no pod and no data.pod_ip")
+	}
 	env.OccurredAt = env.OccurredAt.Truncate(time.Microsecond).UTC()
 	env.ObservedAt = env.ObservedAt.Truncate(time.Microsecond).UTC()
 	return &env, nil

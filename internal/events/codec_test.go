@@ -432,6 +432,7 @@ func TestDecodeInvalid(t *testing.T) {
 		// request data.
 		{"request status as string", mutate(requestJSON, edit{"data.status", `"200 OK"`}), "data.status"},
 		{"request negative latency", mutate(requestJSON, edit{"data.latency_ms", `-3.5`}), "data.latency_ms"},
+		{"request about no pod and no pod IP", mutate(requestJSON, edit{"pod", absent}), "pod"},
 
 		// experiment data.
 		{"experiment without name", mutate(experimentJSON, edit{"data.name", absent}), "data.name"},
@@ -697,14 +698,14 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			},
 		},
 		{
-			name: "request that failed",
+			name: "request that failed, known only by the pod's IP",
 			env: &events.Envelope{
 				V: events.Version, ID: "request:prober-day20:1843", Kind: events.KindRequest,
 				Cluster: "lab", Source: "prober/day20",
 				OccurredAt: at("2026-11-30T04:33:03.770051Z"), ObservedAt: at("2026-11-30T04:33:33.770400Z"),
 				Payload: &events.Request{
 					Target: "http://10.244.1.17:8000/v1/completions", Status: 503, LatencyMS: 30000,
-					Error: "upstream connect error or disconnect/reset before headers",
+					Error: "upstream connect error or disconnect/reset before headers", Method: "POST", PodIP: "10.244.1.17",
 				},
 			},
 		},

@@ -240,6 +240,11 @@ type Request struct {
 	Error     string  `json:"error,omitempty"`
 	BytesOut  int64   `json:"bytes_out,omitempty"`
 	BytesIn   int64   `json:"bytes_in,omitempty"`
+	// Method is the HTTP method sent. PodIP names the serving pod by its IP when the result
+	// does not know its UID (an external load generator's): the correlator attributes it to the
+	// pod that held that IP at occurred_at. Both are schedlens additions beside the contract.
+	Method string `json:"method,omitempty"`
+	PodIP  string `json:"pod_ip,omitempty"`
 }
 
 // Inventory lists every pod in the collector's scope after a full list (inventory).
