@@ -65,6 +65,7 @@ type options struct {
 	metricsAddr                      string
 	resync, inventoryEvery           time.Duration
 	buffer                           int
+	probe                            collector.ProbeConfig
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -87,6 +88,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
 	pdef := collector.DefaultPublisherConfig()
 	fs.Int(&o.buffer, "buffer", "SCHEDLENS_PUBLISH_BUFFER", pdef.Buffer, "envelopes held while NATS is slow or away (run)")
+	prdef := collector.DefaultProbeConfig()
+	fs.Duration(&o.probe.Interval, "probe-interval", "SCHEDLENS_PROBE_INTERVAL", prdef.Interval, "prober: time between requests to one pod (run; 0 disables the prober)")
+	fs.Duration(&o.probe.Timeout, "probe-timeout", "SCHEDLENS_PROBE_TIMEOUT", prdef.Timeout, "prober: request timeout (run)")
+	fs.String(&o.probe.Default.Method, "probe-method", "SCHEDLENS_PROBE_METHOD", prdef.Default.Method, "prober: method when the experiment names no request (run)")
+	fs.Int(&o.probe.Default.Port, "probe-port", "SCHEDLENS_PROBE_PORT", prdef.Default.Port, "prober: port when the experiment names no request (run)")
+	fs.String(&o.probe.Default.Path, "probe-path", "SCHEDLENS_PROBE_PATH", prdef.Default.Path, "prober: path when the experiment names no request (run)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -112,6 +119,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if o.buffer <= 0 {
 			fs.Usage()
 			return config.Usagef("-buffer must be positive")
+		}
+		if o.probe.Interval < 0 || o.probe.Timeout <= 0 || o.probe.Default.Port <= 0 || o.probe.Default.Port > 65535 {
+			fs.Usage()
+			return config.Usagef("-probe-interval must be ≥ 0, -probe-timeout positive, -probe-port in 1..65535")
 		}
 	case "replay":
 		if fs.NArg() != 1 {
@@ -153,6 +164,7 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	}
 	cfg.Selector, cfg.Labels = o.selector, o.labels
 	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
+	cfg.Probe = o.probe
 
 	restCfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {

@@ -45,6 +45,8 @@ type Config struct {
 	// default event TTL.
 	ForgetAfter time.Duration
 	Clock       func() time.Time
+	// Probe configures the prober (Interval 0 disables it).
+	Probe ProbeConfig
 }
 
 // DefaultConfig watches every namespace for pods labelled schedlens.io/experiment.
@@ -52,6 +54,7 @@ func DefaultConfig() Config {
 	return Config{
 		Cluster: "default", Source: "collector", Labels: events.DefaultLabelKeys,
 		InventoryEvery: 5 * time.Minute, PendingTTL: 30 * time.Second, ForgetAfter: 2 * time.Hour,
+		Probe: DefaultProbeConfig(),
 	}
 }
 
@@ -67,9 +70,11 @@ type Collector struct {
 	nodes  cache.SharedIndexInformer
 	scopes []*scopeWatch
 
-	mu      sync.Mutex
-	known   map[types.UID]time.Time // pods seen in scope → when they were deleted (zero: present)
-	pending map[types.UID][]pendingEvent
+	mu       sync.Mutex
+	known    map[types.UID]time.Time // pods seen in scope → when they were deleted (zero: present)
+	pending  map[types.UID][]pendingEvent
+	requests map[string]*ProbeRequest // experiment name → its fixed request
+	prober   *Prober
 
 	inventoryDue chan struct{}
 	resyncMu     sync.Mutex
@@ -115,9 +120,10 @@ func New(client kubernetes.Interface, pub *Publisher, cfg Config, logger *slog.L
 	}
 	c := &Collector{
 		client: client, pub: pub, cfg: cfg, logger: logger, m: m,
-		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{},
+		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[string]*ProbeRequest{},
 		inventoryDue: make(chan struct{}, 1),
 	}
+	c.prober = NewProber(cfg.Probe, pub, cfg.Cluster, cfg.Source, logger.With("component", "prober"), m)
 	pub.OnRecover(func() {
 		if !c.ready.Load() {
 			return // Run publishes everything once synced
@@ -141,6 +147,8 @@ func (c *Collector) Ready() error {
 // pods are listed, then follows changes until ctx ends.
 func (c *Collector) Run(ctx context.Context) error {
 	c.runCtx = ctx
+	c.prober.Start(ctx)
+	defer c.prober.Stop()
 	var factories []informers.SharedInformerFactory
 	defer func() {
 		for _, f := range factories {
@@ -185,14 +193,35 @@ func (c *Collector) Run(ctx context.Context) error {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	// Pods next: events are published only about pods known to be in scope.
-	var podFactories []informers.SharedInformerFactory
-	var podRegs []cache.ResourceEventHandlerRegistration
+	// Experiment ConfigMaps next: they say which request the prober sends to their pods.
+	var cmFactories []informers.SharedInformerFactory
+	var cmRegs []cache.ResourceEventHandlerRegistration
 	for _, ns := range namespaces {
 		sw := &scopeWatch{scope: events.Scope{Selector: c.cfg.Selector}}
 		if ns != metav1.NamespaceAll {
 			sw.scope.Namespaces = []string{ns}
 		}
+		cf := factory(informers.WithNamespace(ns), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Labels.Experiment }))
+		sw.configMaps = cf.Core().V1().ConfigMaps().Informer()
+		creg, err := sw.configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onConfigMap(sw, obj) },
+			UpdateFunc: func(_, obj any) { c.onConfigMap(sw, obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("configmap handler: %w", err)
+		}
+		c.scopes = append(c.scopes, sw)
+		cmFactories, cmRegs = append(cmFactories, cf), append(cmRegs, creg)
+	}
+	if err := start(ctx, cmFactories, cmRegs...); err != nil {
+		return err
+	}
+
+	// Pods next: events are published only about pods known to be in scope.
+	var podFactories []informers.SharedInformerFactory
+	var podRegs []cache.ResourceEventHandlerRegistration
+	for _, sw := range c.scopes {
+		ns := scopeNamespace(sw)
 		pf := factory(informers.WithNamespace(ns), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Selector }))
 		sw.pods = pf.Core().V1().Pods().Informer()
 		reg, err := sw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -203,7 +232,6 @@ func (c *Collector) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("pod handler: %w", err)
 		}
-		c.scopes = append(c.scopes, sw)
 		podFactories, podRegs = append(podFactories, pf), append(podRegs, reg)
 	}
 	if err := start(ctx, podFactories, podRegs...); err != nil {
@@ -218,11 +246,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 
 	for _, sw := range c.scopes {
-		ns := metav1.NamespaceAll
-		if len(sw.scope.Namespaces) == 1 {
-			ns = sw.scope.Namespaces[0]
-		}
-		ef := factory(informers.WithNamespace(ns))
+		ef := factory(informers.WithNamespace(scopeNamespace(sw)))
 		sw.events = ef.Events().V1().Events().Informer()
 		ereg, err := sw.events.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { c.onEvent(sw, obj, nil) },
@@ -233,22 +257,21 @@ func (c *Collector) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("event handler: %w", err)
 		}
-		cf := factory(informers.WithNamespace(ns), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Labels.Experiment }))
-		sw.configMaps = cf.Core().V1().ConfigMaps().Informer()
-		creg, err := sw.configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.onConfigMap(sw, obj) },
-			UpdateFunc: func(_, obj any) { c.onConfigMap(sw, obj) },
-		})
-		if err != nil {
-			return fmt.Errorf("configmap handler: %w", err)
-		}
-		if err := start(ctx, []informers.SharedInformerFactory{ef, cf}, ereg, creg); err != nil {
+		if err := start(ctx, []informers.SharedInformerFactory{ef}, ereg); err != nil {
 			return err
 		}
 	}
 	c.ready.Store(true)
 	c.logger.Info("collector watching", "scopes", len(c.scopes), "selector", c.cfg.Selector)
 	return c.loop(ctx)
+}
+
+// scopeNamespace is the namespace a scope's informers list (all when the scope names none).
+func scopeNamespace(sw *scopeWatch) string {
+	if len(sw.scope.Namespaces) == 1 {
+		return sw.scope.Namespaces[0]
+	}
+	return metav1.NamespaceAll
 }
 
 // loop publishes inventories when asked and periodically, and expires waiting events.
@@ -313,6 +336,7 @@ func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 			c.mu.Lock()
 			c.known[pod.UID] = c.cfg.Clock()
 			c.mu.Unlock()
+			c.prober.Observe(pod, true, nil)
 		}
 		c.askInventory(sw)
 		return
@@ -336,6 +360,7 @@ func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 	delete(c.pending, pod.UID)
 	c.mu.Unlock()
 	c.pub.Offer(env)
+	c.prober.Observe(pod, deleted, c.requestFor(pod))
 	for _, pe := range waiting {
 		c.offerEvent(pe.sw, pe.ev)
 	}
@@ -401,12 +426,23 @@ func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
 	if !ok {
 		return
 	}
+	exp := kube.ExperimentOf(cm, c.cfg.Labels)
+	c.mu.Lock()
+	c.requests[exp.Name] = probeRequestOf(&exp, c.cfg.Probe.Default)
+	c.mu.Unlock()
 	env, err := kube.ExperimentEnvelope(cm, c.meta(sw))
 	if err != nil {
 		c.convertError("configmap", cm.Namespace+"/"+cm.Name, err)
 		return
 	}
 	c.pub.Offer(env)
+}
+
+// requestFor is the probe request of the pod's experiment, nil for the default.
+func (c *Collector) requestFor(pod *corev1.Pod) *ProbeRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests[pod.Labels[c.cfg.Labels.Experiment]]
 }
 
 func (c *Collector) convertError(kind, name string, err error) {

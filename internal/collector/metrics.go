@@ -17,6 +17,8 @@ type Metrics struct {
 	inventories     prometheus.Counter
 	convertErrors   *prometheus.CounterVec
 	unattributed    prometheus.Counter
+	probesActive    prometheus.Gauge
+	probeResults    *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the collector's metrics.
@@ -58,9 +60,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "schedlens_collector_events_unattributed_total",
 			Help: "Kubernetes events about pods never seen in scope, dropped after waiting for the pod.",
 		}),
+		probesActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_collector_probes_active",
+			Help: "Pods the prober is sending the experiment's request to.",
+		}),
+		probeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "schedlens_collector_probe_requests_total",
+			Help: "Probe attempts by error class (\"\" for success).",
+		}, []string{"error"}),
 	}
 	reg.MustRegister(m.published, m.duplicates, m.publishFailures, m.buffered, m.dropped, m.resyncs,
-		m.inventories, m.convertErrors, m.unattributed)
+		m.inventories, m.convertErrors, m.unattributed, m.probesActive, m.probeResults)
 	for _, k := range events.Kinds {
 		m.published.WithLabelValues(string(k))
 	}

@@ -156,6 +156,8 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 	pub := collector.NewPublisher(s.js, nil, collector.DefaultPublisherConfig(), logger, m)
 	cfg := collector.DefaultConfig()
 	cfg.Cluster, cfg.Source, cfg.Namespaces = s.opts.Cluster, "collector/lab", s.opts.Namespaces
+	// Pods without an experiment definition get the lab endpoints' inference request.
+	cfg.Probe.Default = collector.ProbeRequest{Method: "POST", Port: 8000, Path: "/v2/models/model/infer", Body: `{"inputs":"hello"}`}
 	c, err := collector.New(s.opts.Client, pub, cfg, logger, m)
 	if err != nil {
 		return err

@@ -1,0 +1,215 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// ProbeRequest is the experiment's fixed representative request.
+type ProbeRequest struct {
+	Method string
+	Port   int
+	Path   string
+	Body   string
+}
+
+// ProbeConfig shapes the prober. An Interval of zero disables it.
+type ProbeConfig struct {
+	Interval time.Duration // between requests to one pod (5 per second at 200ms)
+	Timeout  time.Duration // per request
+	// Default is sent to pods whose experiment definition names no request.
+	Default ProbeRequest
+}
+
+// DefaultProbeConfig probes every pod 5 times a second with a 2 s timeout.
+func DefaultProbeConfig() ProbeConfig {
+	return ProbeConfig{Interval: 200 * time.Millisecond, Timeout: 2 * time.Second, Default: ProbeRequest{Method: "GET", Port: 8000, Path: "/"}}
+}
+
+// Prober sends the experiment's fixed request to every pod in scope from the moment it is
+// Running with an IP (not only once Ready: time to first success is measured, not assumed)
+// until it goes, at a constant rate, with vegeta's attacker (open loop: a slow pod does not slow
+// the sending down, so queueing shows in the latencies instead of hiding in the rate). Each
+// attempt becomes one request envelope: send time, latency, status, error class, serving pod.
+type Prober struct {
+	cfg     ProbeConfig
+	pub     *Publisher
+	cluster string
+	source  string
+	logger  *slog.Logger
+	m       *Metrics
+
+	mu     sync.Mutex
+	probes map[types.UID]*probe
+	wg     sync.WaitGroup
+	ctx    context.Context
+}
+
+type probe struct {
+	ip       string
+	attacker *vegeta.Attacker
+}
+
+// NewProber returns a prober publishing through pub; Start it before Observe.
+func NewProber(cfg ProbeConfig, pub *Publisher, cluster, source string, logger *slog.Logger, m *Metrics) *Prober {
+	return &Prober{cfg: cfg, pub: pub, cluster: cluster, source: source, logger: logger, m: m, probes: map[types.UID]*probe{}}
+}
+
+// Start sets the context probes run in; Stop ends them all.
+func (p *Prober) Start(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+}
+
+// Observe starts probing a pod that runs with an IP and stops probing one that is gone,
+// terminating or finished. req is the pod's experiment request (nil: the default).
+func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *ProbeRequest) {
+	if p.cfg.Interval <= 0 {
+		return
+	}
+	live := !deleted && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.probes[pod.UID]
+	if cur != nil && (!live || cur.ip != pod.Status.PodIP) {
+		cur.attacker.Stop()
+		delete(p.probes, pod.UID)
+		p.m.probesActive.Dec()
+		cur = nil
+	}
+	if !live || cur != nil || p.ctx == nil || p.ctx.Err() != nil {
+		return
+	}
+	if req == nil {
+		req = &p.cfg.Default
+	}
+	target := vegeta.Target{
+		Method: req.Method,
+		URL:    "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(req.Port)) + req.Path,
+		Body:   []byte(req.Body),
+	}
+	if req.Body != "" {
+		target.Header = map[string][]string{"Content-Type": {"application/json"}}
+	}
+	a := vegeta.NewAttacker(vegeta.Timeout(p.cfg.Timeout), vegeta.Workers(2), vegeta.KeepAlive(true), vegeta.Redirects(0))
+	p.probes[pod.UID] = &probe{ip: pod.Status.PodIP, attacker: a}
+	p.m.probesActive.Inc()
+	ref := events.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	began := time.Now().UTC()
+	rate := vegeta.ConstantPacer{Freq: 1, Per: p.cfg.Interval}
+	results := a.Attack(vegeta.NewStaticTargeter(target), rate, 0, began.Format(time.RFC3339Nano))
+	ctx := p.ctx
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for res := range results {
+			env, err := p.envelope(ref, pod.Spec.NodeName, began, res)
+			if err != nil {
+				p.logger.Warn("probe result", "pod", ref.Namespace+"/"+ref.Name, "error", err)
+				continue
+			}
+			p.m.probeResults.WithLabelValues(errorClass(res)).Inc()
+			if err := p.pub.Put(ctx, env); err != nil {
+				a.Stop()
+			}
+		}
+	}()
+}
+
+// Stop stops every probe and waits for their last results to be queued.
+func (p *Prober) Stop() {
+	p.mu.Lock()
+	for uid, pr := range p.probes {
+		pr.attacker.Stop()
+		delete(p.probes, uid)
+		p.m.probesActive.Dec()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// envelope turns one attempt into a request envelope. The id is deterministic per prober
+// attack: pod, attack start and sequence number.
+func (p *Prober) envelope(pod events.PodRef, node string, began time.Time, res *vegeta.Result) (*events.Envelope, error) {
+	class := errorClass(res)
+	data := &events.Request{
+		Target: res.URL, Status: int(res.Code), OK: class == "", LatencyMS: float64(res.Latency) / float64(time.Millisecond),
+		BytesOut: int64(res.BytesOut), BytesIn: int64(res.BytesIn), Method: res.Method, Error: class,
+	}
+	env := &events.Envelope{
+		V: events.Version, Kind: events.KindRequest, Cluster: p.cluster, Source: p.source,
+		ID:         fmt.Sprintf("request/%s/%s/%d/%d", p.source, pod.UID, began.UnixNano(), res.Seq),
+		OccurredAt: res.Timestamp.UTC(), ObservedAt: time.Now().UTC(), Pod: &pod, Node: node, Payload: data,
+	}
+	b, err := events.Encode(env)
+	if err != nil {
+		return nil, err
+	}
+	return events.Decode(b)
+}
+
+// errorClass names why an attempt failed, "" when it succeeded (2xx/3xx): timeout,
+// connection_refused, connection_reset, http_<code>, or error.
+func errorClass(res *vegeta.Result) string {
+	switch {
+	case res.Error == "" && res.Code >= 200 && res.Code < 400:
+		return ""
+	case res.Code >= 400:
+		return "http_" + strconv.Itoa(int(res.Code))
+	}
+	e := strings.ToLower(res.Error)
+	switch {
+	case strings.Contains(e, "timeout") || strings.Contains(e, "deadline exceeded"):
+		return "timeout"
+	case strings.Contains(e, "connection refused"):
+		return "connection_refused"
+	case strings.Contains(e, "connection reset") || strings.Contains(e, "broken pipe") || strings.Contains(e, "eof"):
+		return "connection_reset"
+	}
+	return "error"
+}
+
+// probeRequestOf reads the request of an experiment definition (its fixed.request), nil when
+// it names none.
+func probeRequestOf(exp *events.Experiment, def ProbeRequest) *ProbeRequest {
+	fixed, _ := exp.Fixed.(map[string]any)
+	r, _ := fixed["request"].(map[string]any)
+	if r == nil {
+		return nil
+	}
+	req := def
+	if s, ok := r["method"].(string); ok && s != "" {
+		req.Method = strings.ToUpper(s)
+	}
+	if s, ok := r["path"].(string); ok && s != "" {
+		req.Path = s
+	}
+	if s, ok := r["body"].(string); ok {
+		req.Body = s
+	}
+	switch v := r["port"].(type) {
+	case float64:
+		req.Port = int(v)
+	case string:
+		if n, err := strconv.Atoi(v); err == nil {
+			req.Port = n
+		}
+	}
+	if req.Port <= 0 || req.Port > 65535 {
+		return nil
+	}
+	return &req
+}

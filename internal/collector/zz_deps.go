@@ -1,6 +1,0 @@
-package collector
-
-import (
-	_ "github.com/prometheus/common/expfmt"
-	_ "github.com/tsenart/vegeta/v12/lib"
-)

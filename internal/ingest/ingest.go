@@ -1,0 +1,185 @@
+// Package ingest turns request results recorded outside schedlens (a load generator's, a
+// gateway's log) into request envelopes: NDJSON rows posted to /v1/ingest/requests or read from
+// a file, and vegeta's JSON-encoded results. Ids are derived from the input, so importing the
+// same results twice stores nothing twice.
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// DefaultMaxBytes bounds a request body of Handler when Options.MaxBytes is not set.
+const DefaultMaxBytes = 32 << 20
+
+// maxLine bounds one input line (one row or one vegeta result); a longer line is rejected
+// on its own instead of aborting the whole input.
+const maxLine = 1 << 20
+
+// Options say where results come from and how to attribute them.
+type Options struct {
+	// Cluster and Source are written into every envelope. Cluster is required; Source defaults
+	// to "ingest" for NDJSON rows and "vegeta" for vegeta results.
+	Cluster, Source string
+	// Now is the clock for observed_at (time.Now when nil); it is read once per input.
+	Now func() time.Time
+	// HostPods attributes vegeta results whose URL host is a name (not a pod IP) to a pod,
+	// keyed by host name without port, case-insensitively (a user's --host-pod flag).
+	HostPods map[string]events.PodRef
+	// MaxBytes bounds a body posted to Handler (DefaultMaxBytes when 0 or less).
+	MaxBytes int64
+	// Logger receives the publish failures Handler answers with 503 (discarded when nil).
+	Logger *slog.Logger
+}
+
+// LineError is one rejected input line; the other lines are converted all the same.
+type LineError struct {
+	Line int // 1-based line number in the input
+	Err  error
+}
+
+func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns the reason, so errors.Is(err, events.ErrInvalid) finds envelope failures.
+func (e LineError) Unwrap() error { return e.Err }
+
+// resolve fills defaults and checks, with the codec's own rules, that the options can produce
+// valid envelopes at all: a bad cluster or host mapping would otherwise reject every line.
+func (o Options) resolve(source string) (Options, error) {
+	if o.Source == "" {
+		o.Source = source
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	probe := func(pod *events.PodRef, ip string) error {
+		_, err := o.envelope("request/ingest/probe", time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
+		return err
+	}
+	if err := probe(nil, "127.0.0.1"); err != nil {
+		return o, fmt.Errorf("ingest options: %w", err)
+	}
+	if len(o.HostPods) > 0 {
+		hosts := make(map[string]events.PodRef, len(o.HostPods))
+		for host, pod := range o.HostPods {
+			if err := probe(&pod, ""); err != nil {
+				return o, fmt.Errorf("ingest options: host %q: %w", host, err)
+			}
+			hosts[strings.ToLower(host)] = pod
+		}
+		o.HostPods = hosts
+	}
+	return o, nil
+}
+
+// envelope builds a request envelope the way every consumer will read it: encoded and decoded
+// again by the codec, so whatever this returns passes validation downstream.
+func (o *Options) envelope(id string, sent, observed time.Time, pod *events.PodRef, req *events.Request) (*events.Envelope, error) {
+	env := &events.Envelope{
+		V:          events.Version,
+		ID:         id,
+		Kind:       events.KindRequest,
+		Cluster:    o.Cluster,
+		Source:     o.Source,
+		OccurredAt: sent.Truncate(time.Microsecond).UTC(),
+		ObservedAt: observed.Truncate(time.Microsecond).UTC(),
+		Pod:        pod,
+		Payload:    req,
+	}
+	b, err := events.Encode(env)
+	if err != nil {
+		return nil, err
+	}
+	return events.Decode(b)
+}
+
+// hashID returns the first 32 hex digits of the SHA-256 of b.
+func hashID(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:32]
+}
+
+// lineReader yields the lines of an input with their numbers. Unlike bufio.Scanner it survives
+// an over-long line: the line is reported too long and skipped, the following lines still read.
+type lineReader struct {
+	br  *bufio.Reader
+	n   int
+	buf []byte
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next returns the next line without its line ending (LF or CRLF) and whether it exceeded
+// maxLine; io.EOF after the last line. Any other error is the reader's.
+func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
+	lr.buf = lr.buf[:0]
+	read := false
+	for {
+		frag, err := lr.br.ReadSlice('\n')
+		read = read || len(frag) > 0
+		if len(lr.buf)+len(frag) <= maxLine+2 { // room for "\r\n"
+			lr.buf = append(lr.buf, frag...)
+		} else {
+			tooLong = true
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if !read {
+				return nil, false, io.EOF
+			}
+		case err != nil:
+			return nil, false, err
+		}
+		lr.n++
+		line = bytes.TrimSuffix(bytes.TrimSuffix(lr.buf, []byte("\n")), []byte("\r"))
+		if lr.n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\uFEFF")) // a byte order mark from Windows tools
+		}
+		return line, tooLong, nil
+	}
+}
+
+// eachLine calls fn with every non-blank line and its number, collecting the errors fn returns
+// as LineErrors. It stops only on a read error, which it returns wrapped with the line number.
+func eachLine(r io.Reader, fn func(line []byte) error) ([]LineError, error) {
+	var rejected []LineError
+	lr := newLineReader(r)
+	for {
+		line, tooLong, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return rejected, nil
+		}
+		if err != nil {
+			return rejected, fmt.Errorf("read line %d: %w", lr.n+1, err)
+		}
+		switch {
+		case tooLong:
+			rejected = append(rejected, LineError{lr.n, fmt.Errorf("longer than %d bytes", maxLine)})
+		case len(bytes.TrimSpace(line)) == 0:
+		default:
+			if err := fn(line); err != nil {
+				rejected = append(rejected, LineError{lr.n, err})
+			}
+		}
+	}
+}
