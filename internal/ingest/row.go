@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 	"time"
 	"unicode"
 
@@ -101,7 +102,7 @@ func decodeRow(line []byte) (Row, error) {
 		case errors.As(err, &se), errors.Is(err, io.ErrUnexpectedEOF):
 			return Row{}, fmt.Errorf("not valid JSON: %v", err)
 		case errors.As(err, &te) && te.Field != "":
-			return Row{}, fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
+			return Row{}, fmt.Errorf("%s: want %s, got %s", strings.TrimPrefix(te.Field, "Row."), te.Type, te.Value)
 		default:
 			return Row{}, err // "json: unknown field ..."
 		}
