@@ -76,6 +76,13 @@ type Facts struct {
 	Restarts      int // largest sum of container restart counts in one snapshot
 	Requests      int // requests served (one per distinct request event)
 	RequestErrors int
+	// Latency is the histogram of successful requests' latencies (see LatencyBucket).
+	Latency map[int32]int64
+	// GPUUtil holds GPU seconds at each whole utilisation percent; GPUFBSeconds the framebuffer
+	// used integrated over time (MiB·s) and GPUFBMax its peak (see SummarizeGPU).
+	GPUUtil      map[int32]float64
+	GPUFBSeconds float64
+	GPUFBMax     float64
 
 	// Series holds event series seen in this set, keyed by series; see Series.
 	Series map[SeriesKey]int
@@ -117,9 +124,12 @@ func FactsOf(env *events.Envelope, keys events.LabelKeys) (Facts, bool) {
 		f.Requests = 1
 		if p.OK {
 			f.FirstSuccess = env.OccurredAt
+			f.Latency = map[int32]int64{LatencyBucket(p.LatencyMS): 1}
 		} else {
 			f.RequestErrors = 1
 		}
+	case *events.GPUSample:
+		f.addGPUSample(p)
 	}
 	return f, true
 }
@@ -238,6 +248,20 @@ func (f *Facts) Merge(o Facts) {
 	f.Restarts = max(f.Restarts, o.Restarts)
 	f.Requests += o.Requests
 	f.RequestErrors += o.RequestErrors
+	for b, n := range o.Latency {
+		if f.Latency == nil {
+			f.Latency = map[int32]int64{}
+		}
+		f.Latency[b] += n
+	}
+	for u, sec := range o.GPUUtil {
+		if f.GPUUtil == nil {
+			f.GPUUtil = map[int32]float64{}
+		}
+		f.GPUUtil[u] += sec
+	}
+	f.GPUFBSeconds += o.GPUFBSeconds
+	f.GPUFBMax = max(f.GPUFBMax, o.GPUFBMax)
 	for k, n := range o.Series {
 		if f.Series == nil {
 			f.Series = map[SeriesKey]int{}

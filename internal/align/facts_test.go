@@ -115,6 +115,7 @@ func TestMergeGroupings(t *testing.T) {
 			// Build and the store merge each distinct event once. Everything else is idempotent.
 			if name == "merged with self" {
 				got.Requests, got.RequestErrors = inOrder.Requests, inOrder.RequestErrors
+				got.Latency, got.GPUUtil, got.GPUFBSeconds = inOrder.Latency, inOrder.GPUUtil, inOrder.GPUFBSeconds
 			}
 			if diff := cmp.Diff(inOrder, got); diff != "" {
 				t.Errorf("pod %s, %s: merged facts differ (-in order +%s):\n%s", uid, name, name, diff)

@@ -30,6 +30,9 @@ type Summary struct {
 	// Milestones not reached by then are listed in Censored (the pod is kept, not dropped).
 	ObservedUntil *time.Time `json:"observed_until"`
 	Censored      []string   `json:"censored"`
+	// Requests and GPU summarise the requests the pod served and its GPU samples; nil without.
+	Requests *RequestSummary `json:"requests"`
+	GPU      *GPUSummary     `json:"gpu"`
 }
 
 // PodInfo identifies the pod and where it ran.
@@ -196,6 +199,8 @@ func Derive(f Facts) Summary {
 	}
 
 	tl.Durations = DurationsOf(tl.Milestones)
+	tl.Requests = SummarizeRequests(f.Requests, f.RequestErrors, f.Latency)
+	tl.GPU = SummarizeGPU(f.GPUUtil, f.GPUFBSeconds, f.GPUFBMax, IdleUtilThreshold)
 
 	tl.ObservedUntil = timePtr(until)
 	tl.Censored = Censored(tl.Milestones)

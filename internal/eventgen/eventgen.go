@@ -186,6 +186,15 @@ func (g *gen) request(p *podState, at time.Time, ok bool) {
 	g.emit(events.KindRequest, fmt.Sprintf("request/prober-eventgen/%d", g.seq), at, &p.ref, p.node, r)
 }
 
+func (g *gen) gpuSample(p *podState, at time.Time, util float64) {
+	gpu := strconv.Itoa(g.node % 2)
+	uuid := fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g.node, g.node)
+	g.emit(events.KindGPUSample, fmt.Sprintf("gpu_sample/%s/%s/%d", p.node, uuid, at.UnixNano()), at, &p.ref, p.node, &events.GPUSample{
+		GPU: gpu, UUID: uuid, Model: "NVIDIA H100 80GB HBM3", PeriodS: 5,
+		Metrics: map[string]float64{"DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_DEV_FB_USED": float64(16384 + g.rng.IntN(512))},
+	})
+}
+
 func sec(t time.Time) *time.Time { s := t.Truncate(time.Second); return &s }
 
 func cond(typ, status string, at time.Time) events.Condition {
@@ -273,6 +282,15 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	for k := 0; k < g.cfg.RequestsPerPod; k++ {
 		at := running.Add(time.Duration(k)*step + g.ms(0, 20))
 		g.request(p, at, at.After(ready) && g.rng.IntN(50) != 0)
+	}
+
+	// dcgm-exporter samples every 5 s: the GPU idles while the model loads, then serves.
+	for at := running; at.Before(end); at = at.Add(5 * time.Second) {
+		util := float64(g.rng.IntN(4))
+		if at.After(ready) {
+			util = float64(35 + g.rng.IntN(50))
+		}
+		g.gpuSample(p, at, util)
 	}
 
 	// Now and then a crash: readiness flaps, the container restarts, Ready again.

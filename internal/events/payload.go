@@ -228,6 +228,9 @@ type GPUSample struct {
 	Model      string             `json:"model,omitempty"`
 	MIGProfile string             `json:"mig_profile,omitempty"`
 	Metrics    map[string]float64 `json:"metrics"`
+	// PeriodS is the scrape interval the sample stands for, in seconds (a schedlens addition:
+	// GPU time is summed from it); 0 when unknown, then counted as one second.
+	PeriodS float64 `json:"period_s,omitempty"`
 }
 
 // Request is the result of one request to an inference pod (request). The envelope's

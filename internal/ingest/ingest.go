@@ -48,6 +48,7 @@ type LineError struct {
 	Err  error
 }
 
+// Error says "line N: why".
 func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 
 // Unwrap returns the reason, so errors.Is(err, events.ErrInvalid) finds envelope failures.

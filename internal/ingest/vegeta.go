@@ -34,13 +34,18 @@ func ParseVegeta(r io.Reader, o Options) ([]*events.Envelope, []LineError, error
 	}
 	observed := o.Now()
 	var envs []*events.Envelope
-	// vegeta.NewJSONDecoder reads one line per result but cannot say which line failed, treats
-	// a blank line as an error and drops a last line without a newline; so lines are split
-	// here and each is handed to a decoder of its own.
+	// vegeta.NewJSONDecoder reads one line per result but cannot say which line failed, and it
+	// answers io.EOF (the end of input, to its callers) for a blank line, a cut-off object and
+	// a last line without a newline; so lines are split here and each gets a decoder of its own.
 	rejected, err := eachLine(r, func(line []byte) error {
 		var res vegeta.Result
 		in := append(bytes.TrimSpace(line), '\n')
 		if err := vegeta.NewJSONDecoder(bytes.NewReader(in)).Decode(&res); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				// easyjson reports a cut-off object as a bare EOF, which vegeta's own
+				// readers would take for the end of the input.
+				return errors.New("not a vegeta JSON result: the line ends inside the object (truncated?)")
+			}
 			return fmt.Errorf("not a vegeta JSON result: %w", err)
 		}
 		env, err := vegetaEnvelope(&res, &o, observed)

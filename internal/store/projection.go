@@ -19,7 +19,7 @@ var podColumns = []string{
 	"created_at", "first_unschedulable_at", "scheduled_event_at", "scheduled_event_node", "scheduled_cond_at",
 	"status_node", "running_started_at", "running_observed_at", "ready_cond_at", "ready_observed_at",
 	"first_success_at", "ended_at", "end_rank", "preempted_by", "restarts", "requests", "request_errors",
-	"scope_key", "alive_at",
+	"scope_key", "alive_at", "gpu_fb_seconds", "gpu_fb_max",
 }
 
 var podColumnList = strings.Join(podColumns, ", ")
@@ -57,7 +57,19 @@ ON CONFLICT (uid) DO UPDATE SET
     requests               = pods.requests + excluded.requests,
     request_errors         = pods.request_errors + excluded.request_errors,
     scope_key              = LEAST(pods.scope_key, excluded.scope_key),
-    alive_at               = GREATEST(pods.alive_at, excluded.alive_at)`
+    alive_at               = GREATEST(pods.alive_at, excluded.alive_at),
+    gpu_fb_seconds         = pods.gpu_fb_seconds + excluded.gpu_fb_seconds,
+    gpu_fb_max             = GREATEST(pods.gpu_fb_max, excluded.gpu_fb_max)`
+
+const mergeLatency = `
+INSERT INTO pod_latency (pod_uid, bucket, count)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[]) ORDER BY 1, 2
+ON CONFLICT (pod_uid, bucket) DO UPDATE SET count = pod_latency.count + excluded.count`
+
+const mergeGPUUtil = `
+INSERT INTO pod_gpu_util (pod_uid, util, seconds)
+SELECT * FROM unnest($1::text[], $2::smallint[], $3::float8[]) ORDER BY 1, 2
+ON CONFLICT (pod_uid, util) DO UPDATE SET seconds = pod_gpu_util.seconds + excluded.seconds`
 
 // endUnobserved applies align.Facts.ApplyInventories to the pods touched by a batch ($1) and,
 // for each scope a new inventory covers ($2 clusters, $3 scope keys), to its pods not yet ended
@@ -140,8 +152,19 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 	podRows := make([][]any, 0, len(pods))
 	var sUID, sReason, sKey, scoped []string
 	var sCount []int32
+	var lUID, gUID []string
+	var lBucket []int32
+	var lCount []int64
+	var gUtil []int16
+	var gSeconds []float64
 	for _, f := range pods {
 		podRows = append(podRows, podRow(f))
+		for b, n := range f.Latency {
+			lUID, lBucket, lCount = append(lUID, f.UID), append(lBucket, b), append(lCount, n)
+		}
+		for u, sec := range f.GPUUtil {
+			gUID, gUtil, gSeconds = append(gUID, f.UID), append(gUtil, int16(u)), append(gSeconds, sec)
+		}
 		if f.ScopeKey != "" {
 			scoped = append(scoped, f.UID)
 		}
@@ -177,6 +200,12 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 	if len(sUID) > 0 {
 		b.Queue(mergeSeries, sUID, sReason, sKey, sCount)
 	}
+	if len(lUID) > 0 {
+		b.Queue(mergeLatency, lUID, lBucket, lCount)
+	}
+	if len(gUID) > 0 {
+		b.Queue(mergeGPUUtil, gUID, gUtil, gSeconds)
+	}
 	if len(scoped) > 0 || len(iCluster) > 0 {
 		slices.Sort(scoped)
 		b.Queue(endUnobserved, scoped, iCluster, iScope)
@@ -197,7 +226,7 @@ func podRow(f *align.Facts) []any {
 		nullTime(f.ScheduledCond), nullString(f.StatusNode), nullTime(f.RunningStarted), nullTime(f.RunningObserved),
 		nullTime(f.ReadyCond), nullTime(f.ReadyObserved), nullTime(f.FirstSuccess), nullTime(f.EndedAt),
 		int32(f.EndRank), nullString(f.PreemptedBy), int32(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
-		nullString(f.ScopeKey), nullTime(f.AliveAt),
+		nullString(f.ScopeKey), nullTime(f.AliveAt), f.GPUFBSeconds, f.GPUFBMax,
 	}
 }
 
@@ -221,7 +250,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

@@ -59,7 +59,11 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 		if err != nil {
 			return fmt.Errorf("read pod %s: %w", uid, err)
 		}
-		tl.Summary = s
+		one := []align.Summary{s}
+		if err := fillMeasures(ctx, tx, one); err != nil {
+			return err
+		}
+		tl.Summary = one[0]
 		rows, err := tx.Query(ctx, `
 			SELECT id, kind, occurred_at, source, envelope->'data'
 			FROM events WHERE pod_uid = $1 AND kind <> ALL($2)
@@ -167,6 +171,10 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 	if err := rows.Err(); err != nil {
 		return PodPage{}, fmt.Errorf("list pods: %w", err)
 	}
+	rows.Close()
+	if err := fillMeasures(ctx, db.pool, page.Pods); err != nil {
+		return PodPage{}, err
+	}
 	return page, nil
 }
 
@@ -189,4 +197,71 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// fillMeasures adds the request and GPU summaries to pod summaries, read from the pods'
+// latency and utilisation histograms (align.SummarizeRequests, align.SummarizeGPU).
+func fillMeasures(ctx context.Context, q querier, pods []align.Summary) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	uids := make([]string, len(pods))
+	for i, p := range pods {
+		uids[i] = p.Pod.UID
+	}
+	latency := map[string]map[int32]int64{}
+	util := map[string]map[int32]float64{}
+	fb := map[string][2]float64{}
+	rows, err := q.Query(ctx, `
+		SELECT pod_uid, 'l', bucket, count::float8 FROM pod_latency WHERE pod_uid = ANY($1)
+		UNION ALL
+		SELECT pod_uid, 'g', util, seconds FROM pod_gpu_util WHERE pod_uid = ANY($1)
+		UNION ALL
+		SELECT uid, 'f', 0, gpu_fb_seconds FROM pods WHERE uid = ANY($1)
+		UNION ALL
+		SELECT uid, 'm', 0, gpu_fb_max FROM pods WHERE uid = ANY($1)`, uids)
+	if err != nil {
+		return fmt.Errorf("read pod measures: %w", err)
+	}
+	var (
+		uid, what string
+		key       int32
+		v         float64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&uid, &what, &key, &v}, func() error {
+		switch what {
+		case "l":
+			if latency[uid] == nil {
+				latency[uid] = map[int32]int64{}
+			}
+			latency[uid][key] = int64(v)
+		case "g":
+			if util[uid] == nil {
+				util[uid] = map[int32]float64{}
+			}
+			util[uid][key] = v
+		case "f":
+			x := fb[uid]
+			x[0] = v
+			fb[uid] = x
+		case "m":
+			x := fb[uid]
+			x[1] = v
+			fb[uid] = x
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read pod measures: %w", err)
+	}
+	for i := range pods {
+		p := &pods[i]
+		p.Requests = align.SummarizeRequests(p.Counts.Requests, p.Counts.RequestErrors, latency[p.Pod.UID])
+		p.GPU = align.SummarizeGPU(util[p.Pod.UID], fb[p.Pod.UID][0], fb[p.Pod.UID][1], align.IdleUtilThreshold)
+	}
+	return nil
 }
