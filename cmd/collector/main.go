@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/ingest"
 	"github.com/schedlens/schedlens/internal/ops"
 )
 
@@ -43,6 +45,7 @@ func main() {
 
 const usageText = `usage: collector [run] [flags]
        collector replay [flags] FILE
+       collector import vegeta|ndjson [flags] FILE
 
 commands:
   run           (default) watch the cluster — pods in scope, events.k8s.io events about them and
@@ -50,6 +53,13 @@ commands:
   replay FILE   publish every envelope of a JSONL file (- for stdin) and exit once JetStream
                 has acknowledged them all; invalid lines are reported with their line numbers,
                 the valid ones are still published, and the exit status is then 1
+  import vegeta FILE
+                publish vegeta's results (vegeta encode -to json; - for stdin) as request
+                envelopes: each is attributed to the pod that held its URL's IP at the time
+                (-host-pod maps host names); bad lines are reported with their numbers, good ones
+                published, and the exit status is then 1
+  import ndjson FILE
+                the same for NDJSON rows as POST /v1/ingest/requests takes (see README)
 
 flags:
 `
@@ -66,6 +76,7 @@ type options struct {
 	resync, inventoryEvery           time.Duration
 	buffer                           int
 	probe                            collector.ProbeConfig
+	hostPods                         map[string]events.PodRef
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -83,7 +94,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
 	config.Labels(fs, &o.labels)
 	fs.String(&o.metricsAddr, "metrics-addr", config.EnvMetricsAddr, "127.0.0.1:9101", "address of /metrics, /healthz and /readyz (run)")
-	fs.String(&o.source, "source", "SCHEDLENS_SOURCE", "", "envelope source (run; default collector/<hostname>)")
+	fs.String(&o.source, "source", "SCHEDLENS_SOURCE", "", "envelope source (default collector/<hostname>; import: vegeta or ingest)")
+	fs.Func("host-pod", "import vegeta: attribute results whose URL host is `HOST=NAMESPACE/NAME/UID` to that pod (repeatable)", func(v string) error {
+		host, pod, ok := strings.Cut(v, "=")
+		parts := strings.Split(pod, "/")
+		if !ok || host == "" || len(parts) != 3 || !events.ValidUID(parts[2]) {
+			return fmt.Errorf("want HOST=NAMESPACE/NAME/UID, got %q", v)
+		}
+		if o.hostPods == nil {
+			o.hostPods = map[string]events.PodRef{}
+		}
+		o.hostPods[host] = events.PodRef{Namespace: parts[0], Name: parts[1], UID: parts[2]}
+		return nil
+	})
 	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
 	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
 	pdef := collector.DefaultPublisherConfig()
@@ -129,6 +152,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			fs.Usage()
 			return config.Usagef("replay takes one FILE (or - for stdin)")
 		}
+	case "import":
+		if fs.NArg() != 2 || (fs.Arg(0) != "vegeta" && fs.Arg(0) != "ndjson") {
+			fs.Usage()
+			return config.Usagef("import takes a format (vegeta or ndjson) and one FILE (or - for stdin)")
+		}
+		if o.cluster == "" {
+			o.cluster = collector.DefaultConfig().Cluster
+		}
 	default:
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
@@ -137,8 +168,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err != nil {
 		return err
 	}
-	if cmd == "replay" {
+	switch cmd {
+	case "replay":
 		return replay(ctx, o, fs.Arg(0), stdin, stdout, stderr, logger)
+	case "import":
+		return importResults(ctx, o, fs.Arg(0), fs.Arg(1), stdin, stdout, stderr, logger)
 	}
 	return watch(ctx, o, logger)
 }
@@ -214,8 +248,15 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- pub.Run(pubCtx) }()
 
+	mux := http.NewServeMux()
+	ops.Register(mux, reg, ready)
+	publish := func(ctx context.Context, envs []*events.Envelope) error {
+		_, err := bus.PublishAll(ctx, js, envs)
+		return err
+	}
+	mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: cfg.Cluster, Source: "ingest", Logger: logger}, publish))
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ops.Serve(gctx, o.metricsAddr, ops.Handler(reg, ready), logger, nil) })
+	g.Go(func() error { return ops.Serve(gctx, o.metricsAddr, mux, logger, nil) })
 	g.Go(func() error { return c.Run(gctx) })
 	err = g.Wait()
 	stopPub()
@@ -240,6 +281,53 @@ func kubeConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubernetes config: %w", err)
 	}
 	return c, nil
+}
+
+// importResults is `collector import vegeta|ndjson FILE`.
+func importResults(ctx context.Context, o options, format, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
+	in := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	opts := ingest.Options{Cluster: o.cluster, Source: o.source, HostPods: o.hostPods, Logger: logger}
+	parse := ingest.ParseNDJSON
+	if format == "vegeta" {
+		parse = ingest.ParseVegeta
+	}
+	envs, bad, err := parse(in, opts)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", name, err)
+	}
+	for _, e := range bad {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	nc, err := bus.Connect(o.natsURL, "schedlens-collector-import", logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
+		return err
+	}
+	res, err := bus.PublishAll(ctx, js, envs)
+	fmt.Fprintf(stdout, "published %d request results (%d already in the stream), %d rejected lines, %d not acknowledged\n",
+		res.Published, res.Duplicates, len(bad), res.Failed)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("import: %d rejected lines", len(bad))
+	}
+	return nil
 }
 
 // replay is `collector replay FILE`.

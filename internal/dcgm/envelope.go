@@ -38,7 +38,17 @@ type Resolver interface {
 //
 // A sample that cannot become a valid envelope (no node, no metrics, neither UUID nor GPU
 // index) is left out and reported in the returned error; the others are still returned.
+//
+// The samples' period is unknown here (data.period_s is left out, which the correlator counts
+// as one second); EnvelopesEvery sets it.
 func Envelopes(samples []Sample, cluster, source, fallbackNode string, at, observed time.Time, res Resolver) ([]*events.Envelope, error) {
+	return EnvelopesEvery(0, samples, cluster, source, fallbackNode, at, observed, res)
+}
+
+// EnvelopesEvery is Envelopes for samples taken every period (the scrape or query interval):
+// each stands for that much GPU time, written to data.period_s, from which the correlator sums
+// a pod's GPU seconds. A period that is not positive is left out, as in Envelopes.
+func EnvelopesEvery(period time.Duration, samples []Sample, cluster, source, fallbackNode string, at, observed time.Time, res Resolver) ([]*events.Envelope, error) {
 	if len(samples) == 0 {
 		return nil, nil
 	}
@@ -58,7 +68,7 @@ func Envelopes(samples []Sample, cluster, source, fallbackNode string, at, obser
 	out := make([]*events.Envelope, 0, len(samples))
 	var errs []error
 	for _, s := range samples {
-		env, err := envelope(s, cluster, source, fallbackNode, occurred, seen, res)
+		env, err := envelope(s, cluster, source, fallbackNode, occurred, seen, period, res)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -68,7 +78,7 @@ func Envelopes(samples []Sample, cluster, source, fallbackNode string, at, obser
 	return out, errors.Join(errs...)
 }
 
-func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.Time, res Resolver) (*events.Envelope, error) {
+func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.Time, period time.Duration, res Resolver) (*events.Envelope, error) {
 	node := s.Node
 	if node == "" {
 		node = fallbackNode
@@ -87,6 +97,9 @@ func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.
 		Model:      s.Model,
 		MIGProfile: s.MIGProfile,
 		Metrics:    maps.Clone(s.Metrics),
+	}
+	if period > 0 {
+		payload.PeriodS = period.Seconds()
 	}
 	data, err := json.Marshal(payload)
 	if err != nil {

@@ -111,11 +111,11 @@ func TestEnvelopes(t *testing.T) {
 
 func TestEnvelopeFields(t *testing.T) {
 	samples := parse(t, "derived/a100-mig.prom")
-	envs, err := dcgm.Envelopes(samples[:1], "lab", "collector/test", "", scrapedAt, seenAt, cache)
+	envs, err := dcgm.EnvelopesEvery(15*time.Second, samples[:1], "lab", "collector/test", "", scrapedAt, seenAt, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload := &events.GPUSample{GPU: "0", UUID: l40sUUID, Model: "NVIDIA A100-SXM4-40GB", MIGProfile: "4g.20gb", Metrics: samples[0].Metrics}
+	payload := &events.GPUSample{GPU: "0", UUID: l40sUUID, Model: "NVIDIA A100-SXM4-40GB", MIGProfile: "4g.20gb", Metrics: samples[0].Metrics, PeriodS: 15}
 	data, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +138,15 @@ func TestEnvelopeFields(t *testing.T) {
 	}
 	if envs[0].Payload.(*events.GPUSample).Metrics["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] != 0.73125 {
 		t.Errorf("payload metrics: %v", envs[0].Payload.(*events.GPUSample).Metrics)
+	}
+
+	// Without a period (Envelopes), period_s is left out.
+	envs, err = dcgm.Envelopes(samples[:1], "lab", "collector/test", "", scrapedAt, seenAt, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := envs[0].Payload.(*events.GPUSample).PeriodS; p != 0 || bytes.Contains(envs[0].Data, []byte("period_s")) {
+		t.Errorf("period_s %v in %s, want none", p, envs[0].Data)
 	}
 }
 

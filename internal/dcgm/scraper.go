@@ -34,12 +34,12 @@ type Target struct {
 
 // Scraper scrapes dcgm-exporter targets every Interval and publishes one gpu_sample envelope per
 // GPU, MIG instance and pod. A failing target is logged and counted and never stops the loop.
-// Targets, Cluster, Source, Publish and (for Run) Interval are required; Publish is only ever called from the
-// goroutine running ScrapeOnce or Run. A Scraper must not be copied after first use.
+// Targets, Cluster, Source, Publish and (for Run) Interval are required. Publish is only called
+// from the goroutine running ScrapeOnce or Run. A Scraper must not be copied after first use.
 type Scraper struct {
 	Targets  func() []Target // read at the start of each round: nodes come and go
-	Interval time.Duration   // between the starts of two rounds
-	Timeout  time.Duration   // per target; defaultTimeout when zero
+	Interval time.Duration   // between the starts of two rounds; each sample's period_s
+	Timeout  time.Duration   // per target; 10s when zero
 	Client   *http.Client    // http.DefaultClient when nil
 	Cluster  string
 	Source   string
@@ -163,7 +163,7 @@ func (s *Scraper) scrape(ctx context.Context, t Target) scrapeResult {
 	if err != nil {
 		return scrapeResult{err: err}
 	}
-	envs, err := Envelopes(samples, s.Cluster, s.Source, t.Node, at, s.now(), s.Resolver)
+	envs, err := EnvelopesEvery(s.Interval, samples, s.Cluster, s.Source, t.Node, at, s.now(), s.Resolver)
 	return scrapeResult{envs: envs, err: err}
 }
 

@@ -112,6 +112,15 @@ ON CONFLICT (kind) DO UPDATE SET events = kind_counts.events + excluded.events,
 // inserted, or the whole table during a rebuild). Rows are written in key order so concurrent
 // correlators lock them in the same order and cannot deadlock.
 func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) error {
+	if err := db.project(ctx, tx, envs, true); err != nil {
+		return err
+	}
+	return db.attributeByIP(ctx, tx, envs)
+}
+
+// project merges envs' facts into the projections; counted says whether they are new events
+// (kind_counts) rather than results attributed to a pod after they were stored.
+func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, counted bool) error {
 	if len(envs) == 0 {
 		return nil
 	}
@@ -124,14 +133,16 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 	var invRows [][]any
 	invScopes := map[[2]string]bool{}
 	for _, env := range envs {
-		kc := kinds[env.Kind]
-		if kc == nil {
-			kc = &kindCount{}
-			kinds[env.Kind] = kc
-		}
-		kc.n++
-		if env.OccurredAt.After(kc.last) {
-			kc.last = env.OccurredAt
+		if counted {
+			kc := kinds[env.Kind]
+			if kc == nil {
+				kc = &kindCount{}
+				kinds[env.Kind] = kc
+			}
+			kc.n++
+			if env.OccurredAt.After(kc.last) {
+				kc.last = env.OccurredAt
+			}
 		}
 		if inv, ok := align.InventoryOf(env); ok {
 			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, slices.Sorted(maps.Keys(inv.UIDs))})
@@ -210,7 +221,14 @@ func (db *DB) applyFacts(ctx context.Context, tx pgx.Tx, envs []*events.Envelope
 		slices.Sort(scoped)
 		b.Queue(endUnobserved, scoped, iCluster, iScope)
 	}
-	b.Queue(mergeKindCounts, kName, kN, kLast)
+	if len(kName) > 0 {
+		b.Queue(mergeKindCounts, kName, kN, kLast)
+	}
+	if len(podRows) > 0 {
+		// Staging empties at commit; a second projection in the same transaction (results
+		// attributed by IP, the next rebuild chunk) needs it empty now.
+		b.Queue(`TRUNCATE stage_pods`)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("merge projections: %w", err)
 	}
@@ -250,7 +268,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {
