@@ -29,6 +29,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/ingest"
 	"github.com/schedlens/schedlens/internal/ops"
@@ -77,6 +78,8 @@ type options struct {
 	buffer                           int
 	probe                            collector.ProbeConfig
 	hostPods                         map[string]events.PodRef
+	dcgm                             collector.DCGMConfig
+	dcgmTargets                      []dcgm.Target
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -95,6 +98,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	config.Labels(fs, &o.labels)
 	fs.String(&o.metricsAddr, "metrics-addr", config.EnvMetricsAddr, "127.0.0.1:9101", "address of /metrics, /healthz and /readyz (run)")
 	fs.String(&o.source, "source", "SCHEDLENS_SOURCE", "", "envelope source (default collector/<hostname>; import: vegeta or ingest)")
+	ddef := collector.DefaultDCGMConfig()
+	fs.Duration(&o.dcgm.Interval, "dcgm-interval", "SCHEDLENS_DCGM_INTERVAL", ddef.Interval, "GPU samples: scrape interval (run; 0 disables)")
+	fs.String(&o.dcgm.Selector, "dcgm-selector", "SCHEDLENS_DCGM_SELECTOR", ddef.Selector, "GPU samples: label selector of the dcgm-exporter pods (run)")
+	fs.String(&o.dcgm.Namespace, "dcgm-namespace", "SCHEDLENS_DCGM_NAMESPACE", "", "GPU samples: namespace of the dcgm-exporter pods (run; default all)")
+	fs.Int(&o.dcgm.Port, "dcgm-port", "SCHEDLENS_DCGM_PORT", ddef.Port, "GPU samples: dcgm-exporter port (run)")
+	fs.String(&o.dcgm.PrometheusURL, "dcgm-prometheus", "SCHEDLENS_DCGM_PROMETHEUS", "", "GPU samples: read DCGM_FI_* series from this Prometheus server's HTTP API instead of scraping (run)")
+	fs.Func("dcgm-target", "GPU samples: scrape this `URL=NODE` instead of discovering exporter pods (run; repeatable)", func(v string) error {
+		u, node, ok := strings.Cut(v, "=")
+		if !ok || node == "" || !strings.HasPrefix(u, "http") {
+			return fmt.Errorf("want URL=NODE, got %q", v)
+		}
+		o.dcgmTargets = append(o.dcgmTargets, dcgm.Target{URL: u, Node: node})
+		return nil
+	})
 	fs.Func("host-pod", "import vegeta: attribute results whose URL host is `HOST=NAMESPACE/NAME/UID` to that pod (repeatable)", func(v string) error {
 		host, pod, ok := strings.Cut(v, "=")
 		parts := strings.Split(pod, "/")
@@ -199,6 +216,11 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	cfg.Selector, cfg.Labels = o.selector, o.labels
 	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
 	cfg.Probe = o.probe
+	cfg.DCGM = o.dcgm
+	if len(o.dcgmTargets) > 0 {
+		targets := o.dcgmTargets
+		cfg.DCGM.Targets = func() []dcgm.Target { return targets }
+	}
 
 	restCfg, err := kubeConfig(o.kubeconfig)
 	if err != nil {

@@ -47,6 +47,8 @@ type Config struct {
 	Clock       func() time.Time
 	// Probe configures the prober (Interval 0 disables it).
 	Probe ProbeConfig
+	// DCGM configures the GPU samples (Interval 0 disables them).
+	DCGM DCGMConfig
 }
 
 // DefaultConfig watches every namespace for pods labelled schedlens.io/experiment.
@@ -54,7 +56,7 @@ func DefaultConfig() Config {
 	return Config{
 		Cluster: "default", Source: "collector", Labels: events.DefaultLabelKeys,
 		InventoryEvery: 5 * time.Minute, PendingTTL: 30 * time.Second, ForgetAfter: 2 * time.Hour,
-		Probe: DefaultProbeConfig(),
+		Probe: DefaultProbeConfig(), DCGM: DefaultDCGMConfig(),
 	}
 }
 
@@ -263,7 +265,13 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.ready.Store(true)
 	c.logger.Info("collector watching", "scopes", len(c.scopes), "selector", c.cfg.Selector)
-	return c.loop(ctx)
+	gpuDone := make(chan error, 1)
+	go func() { gpuDone <- c.runGPU(ctx) }()
+	err = c.loop(ctx)
+	if gerr := <-gpuDone; gerr != nil && err == nil && ctx.Err() == nil {
+		err = gerr
+	}
+	return err
 }
 
 // scopeNamespace is the namespace a scope's informers list (all when the scope names none).

@@ -196,8 +196,9 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 	cfg.Cluster, cfg.Source = "lab", "collector/test"
 	cfg.Namespaces = []string{"ai-lab"}
 	cfg.PendingTTL = 500 * time.Millisecond
-	// The recorded pods have cluster IPs (10.244.x): never probe them from a test.
+	// The recorded pods have cluster IPs (10.244.x): never probe or scrape them from a test.
 	cfg.Probe.Interval = 0
+	cfg.DCGM.Interval = 0
 	c, err := collector.New(k.client, pub, cfg, logger, m)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ import (
 // database, collector, correlator and api.
 var (
 	client  kubernetes.Interface
+	theLab  *labenv.Lab
 	kubelt  *kubelet.Kubelet
 	spec    *cluster.Spec
 	logger  = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -59,7 +60,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer l.Stop()
-	client, kubelt, spec, cpError = l.Client, l.Kubelet, l.Spec, l.Err
+	client, kubelt, spec, cpError, theLab = l.Client, l.Kubelet, l.Spec, l.Err, l
 	return m.Run()
 }
 
@@ -81,6 +82,7 @@ func newEnv(t *testing.T) *env {
 	dbURL := pgtest.URL(t)
 	s, err := stack.Start(ctx, stack.Options{
 		Client: client, DatabaseURL: dbURL, Namespaces: []string{ns}, NATSDir: t.TempDir(), Logger: logger,
+		DCGMTargets: theLab.DCGMTargets,
 	})
 	if err != nil {
 		t.Fatal(err)

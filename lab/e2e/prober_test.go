@@ -62,4 +62,14 @@ func TestProberMeasuresFirstSuccess(t *testing.T) {
 	if first.Before(tl.Milestones.Running.Add(-time.Second)) {
 		t.Errorf("first probe %v before the pod was Running %v", first, tl.Milestones.Running)
 	}
+	if tl.Requests == nil || tl.Requests.LatencyMS["p50"] < 60 || tl.Requests.LatencyMS["p50"] > 110 {
+		t.Errorf("request summary %+v: want a p50 near the T4 model's 80 ms", tl.Requests)
+	}
+	// The node's dcgm-exporter was scraped every second: GPU time while the pod held the GPU,
+	// idle while the model loaded, busy while it served.
+	if g := tl.GPU; g == nil || g.Seconds < 2 || g.UtilMean <= 0 || g.IdleSeconds <= 0 || g.FBUsedMiBMax == nil {
+		t.Errorf("gpu summary %+v: want seconds, some utilisation and some idle time", tl.GPU)
+	} else {
+		t.Logf("gpu: %.0f s sampled, util mean %.1f%% p95 %.0f%%, idle %.0f s, framebuffer max %.0f MiB", g.Seconds, g.UtilMean, g.UtilP95, g.IdleSeconds, *g.FBUsedMiBMax)
+	}
 }

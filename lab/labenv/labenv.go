@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/controlplane"
 	"github.com/schedlens/schedlens/lab/endpoints"
@@ -72,6 +73,17 @@ func (l *Lab) run(name string, f func() error) {
 			l.mu.Unlock()
 		}
 	}()
+}
+
+// DCGMTargets lists every node's dcgm-exporter endpoint.
+func (l *Lab) DCGMTargets() []dcgm.Target {
+	var out []dcgm.Target
+	for _, n := range l.Kubelet.Nodes() {
+		if n.Ready && len(n.GPUs) > 0 {
+			out = append(out, dcgm.Target{URL: "http://" + n.IP + ":9400/metrics", Node: n.Name})
+		}
+	}
+	return out
 }
 
 // Err reports what stopped early, in the lab or its control plane.

@@ -23,6 +23,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
 )
@@ -36,6 +37,8 @@ type Options struct {
 	Namespaces  []string
 	NATSDir     string // JetStream storage
 	Logger      *slog.Logger
+	// DCGMTargets lists the lab's dcgm-exporters (nil: no GPU samples).
+	DCGMTargets func() []dcgm.Target
 }
 
 // Stack is the running pipeline.
@@ -158,6 +161,10 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 	cfg.Cluster, cfg.Source, cfg.Namespaces = s.opts.Cluster, "collector/lab", s.opts.Namespaces
 	// Pods without an experiment definition get the lab endpoints' inference request.
 	cfg.Probe.Default = collector.ProbeRequest{Method: "POST", Port: 8000, Path: "/v2/models/model/infer", Body: `{"inputs":"hello"}`}
+	cfg.DCGM.Interval, cfg.DCGM.Targets = 0, s.opts.DCGMTargets
+	if s.opts.DCGMTargets != nil {
+		cfg.DCGM.Interval = time.Second
+	}
 	c, err := collector.New(s.opts.Client, pub, cfg, logger, m)
 	if err != nil {
 		return err

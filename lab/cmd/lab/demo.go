@@ -40,7 +40,7 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	}
 	s, err := stack.Start(ctx, stack.Options{
 		Client: l.Client, DatabaseURL: o.databaseURL, HTTPAddr: o.httpAddr, Namespaces: []string{ns},
-		NATSDir: filepath.Join(o.dir, "nats"), Logger: logger,
+		NATSDir: filepath.Join(o.dir, "nats"), Logger: logger, DCGMTargets: l.DCGMTargets,
 	})
 	if err != nil {
 		return err
