@@ -53,6 +53,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
 	r.Get("/v1/stats", s.stats)
 	r.Get("/v1/dead-letters", s.deadLetters)
+	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -140,6 +141,30 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 }
 
 // parseLimit reads ?limit=, answering 400 itself when it is bad.
+// interruptions serves the service interruptions of every arm of an experiment run.
+func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
+	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
+	minGap := time.Second
+	if v := r.URL.Query().Get("min_gap"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			problem(w, http.StatusBadRequest, "Bad min_gap", "min_gap must be a positive duration such as 1s or 500ms")
+			return
+		}
+		minGap = d
+	}
+	arms, err := s.db.RunInterruptions(r.Context(), name, run, minGap)
+	if errors.Is(err, store.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run))
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, map[string]any{"experiment": name, "run": run, "min_gap_seconds": minGap.Seconds(), "arms": arms})
+}
+
 func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {

@@ -45,6 +45,10 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 	if _, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names)) }); err != nil {
 		return err
 	}
+	// Serve in the steady state a while first: interruptions are measured against it.
+	if !sleep(ctx, r.Hold) {
+		return ctx.Err()
+	}
 	report("disrupting", len(names), len(names))
 	live := names
 	var err error

@@ -1,0 +1,161 @@
+package align
+
+import (
+	"slices"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Interruption kinds.
+const (
+	// NoSuccess: no request to the service succeeded for longer than the allowed gap.
+	NoSuccess = "no_success"
+	// ReadyBelowDesired: fewer pods were Ready than the service's steady count.
+	ReadyBelowDesired = "ready_below_desired"
+)
+
+// Span is a time a pod was Ready.
+type Span struct{ From, To time.Time }
+
+// Window is one service interruption.
+type Window struct {
+	Kind    string    `json:"kind"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Seconds float64   `json:"seconds"`
+	// Ready is the fewest Ready pods during a ReadyBelowDesired window, of Desired.
+	Ready   *int `json:"ready,omitempty"`
+	Desired *int `json:"desired,omitempty"`
+}
+
+// ReadySpans reads when a pod was Ready from its snapshots (any order): from the observation of
+// a snapshot showing Ready=True until one showing it not Ready, terminating (a deletion
+// timestamp: the pod leaves the Service's endpoints) or deleted. A pod still Ready at its last
+// snapshot stays Ready until end.
+func ReadySpans(snapshots []*events.Envelope, end time.Time) []Span {
+	snaps := slices.Clone(snapshots)
+	slices.SortFunc(snaps, func(a, b *events.Envelope) int { return a.OccurredAt.Compare(b.OccurredAt) })
+	var spans []Span
+	var from time.Time
+	for _, env := range snaps {
+		p, ok := env.Payload.(*events.PodStatus)
+		if !ok {
+			continue
+		}
+		c := p.Condition("Ready")
+		ready := c != nil && c.Status == "True" && p.Phase == events.PhaseRunning && p.DeletionTimestamp == nil && !p.Deleted
+		switch {
+		case ready && from.IsZero():
+			from = env.OccurredAt
+		case !ready && !from.IsZero():
+			spans = append(spans, Span{from, env.OccurredAt})
+			from = time.Time{}
+		}
+	}
+	if !from.IsZero() && end.After(from) {
+		spans = append(spans, Span{from, end})
+	}
+	return spans
+}
+
+// Interruptions finds a service's interruptions from its pods' Ready spans and the send times
+// of its successful requests:
+//   - ReadyBelowDesired: the desired count is the largest Ready count the service held without a
+//     break for at least minGap; every time the count drops below it and comes back is a
+//     window. Drops that never come back (the service was taken down) are not interruptions.
+//   - NoSuccess: between the first and the last success, every gap between consecutive
+//     successes longer than minGap.
+func Interruptions(pods [][]Span, successes []time.Time, minGap time.Duration) []Window {
+	var out []Window
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, spans := range pods {
+		for _, s := range spans {
+			if s.To.After(s.From) {
+				edges = append(edges, edge{s.From, +1}, edge{s.To, -1})
+			}
+		}
+	}
+	// At equal times, losses before gains: a replacement Ready at the very instant its
+	// predecessor left is no overlap.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	// The desired count is the largest one the service held without a break for at least
+	// minGap: a surge pod during a rolling update is Ready only for moments.
+	desired := 0
+	for n := 1; ; n++ {
+		longest, count := time.Duration(0), 0
+		var since time.Time
+		for i, e := range edges {
+			count += e.delta
+			if i+1 < len(edges) && edges[i+1].at.Equal(e.at) {
+				continue // settle every change at one instant first
+			}
+			switch {
+			case count >= n && since.IsZero():
+				since = e.at
+			case count < n && !since.IsZero():
+				longest = max(longest, e.at.Sub(since))
+				since = time.Time{}
+			}
+		}
+		if longest < minGap {
+			break
+		}
+		desired = n
+	}
+	if desired > 0 {
+		count := 0
+		reached := false
+		var start time.Time
+		lowest := 0
+		for _, e := range edges {
+			count += e.delta
+			switch {
+			case count >= desired:
+				if !start.IsZero() {
+					d, r := desired, lowest
+					out = append(out, Window{Kind: ReadyBelowDesired, Start: start, End: e.at, Seconds: e.at.Sub(start).Seconds(), Ready: &r, Desired: &d})
+					start = time.Time{}
+				}
+				reached = true
+			case reached && start.IsZero():
+				start, lowest = e.at, count
+			case !start.IsZero():
+				lowest = min(lowest, count)
+			}
+		}
+	}
+	ok := slices.Clone(successes)
+	slices.SortFunc(ok, time.Time.Compare)
+	for i := 1; i < len(ok); i++ {
+		if gap := ok[i].Sub(ok[i-1]); gap > minGap {
+			out = append(out, Window{Kind: NoSuccess, Start: ok[i-1], End: ok[i], Seconds: gap.Seconds()})
+		}
+	}
+	slices.SortFunc(out, func(a, b Window) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return compareStrings(a.Kind, b.Kind)
+	})
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

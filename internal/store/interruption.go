@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// ArmInterruptions are the service interruptions of one arm (or disruption scenario) in a run.
+type ArmInterruptions struct {
+	Arm     string         `json:"arm"`
+	Pods    int            `json:"pods"`
+	Windows []align.Window `json:"windows"`
+}
+
+// RunInterruptions computes, per arm of an experiment run, the windows in which fewer pods than
+// the steady count were Ready or no request succeeded for longer than minGap (align.Interruptions),
+// from the pods' snapshots and successful requests. ErrNotFound when the run has no pods.
+func (db *DB) RunInterruptions(ctx context.Context, experiment, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	type podData struct {
+		arm   string
+		snaps []*events.Envelope
+		end   time.Time
+	}
+	pods := map[string]*podData{}
+	successes := map[string][]time.Time{}
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended_at, p.unobserved_end_at, p.last_seen), e.envelope::text
+			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status'
+			WHERE p.exp_name = $1 AND p.exp_run = $2`, experiment, run)
+		if err != nil {
+			return err
+		}
+		var uid, arm, raw string
+		var end time.Time
+		_, err = pgx.ForEachRow(rows, []any{&uid, &arm, &end, &raw}, func() error {
+			env, err := events.Decode([]byte(raw))
+			if err != nil {
+				return nil // a stored event that no longer decodes is left out (see Rebuild)
+			}
+			pd := pods[uid]
+			if pd == nil {
+				pd = &podData{arm: arm, end: end}
+				pods[uid] = pd
+			}
+			pd.snaps = append(pd.snaps, env)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT COALESCE(p.exp_arm, ''), e.occurred_at
+			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'request'
+			WHERE p.exp_name = $1 AND p.exp_run = $2 AND (e.envelope->'data'->>'ok')::boolean`, experiment, run)
+		if err != nil {
+			return err
+		}
+		var at time.Time
+		_, err = pgx.ForEachRow(rows, []any{&arm, &at}, func() error {
+			successes[arm] = append(successes[arm], at)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+	}
+	if len(pods) == 0 {
+		return nil, ErrNotFound
+	}
+	byArm := map[string][][]align.Span{}
+	count := map[string]int{}
+	for _, pd := range pods {
+		byArm[pd.arm] = append(byArm[pd.arm], align.ReadySpans(pd.snaps, pd.end))
+		count[pd.arm]++
+	}
+	var out []ArmInterruptions
+	for arm, spans := range byArm {
+		ws := align.Interruptions(spans, successes[arm], minGap)
+		if ws == nil {
+			ws = []align.Window{}
+		}
+		out = append(out, ArmInterruptions{Arm: arm, Pods: count[arm], Windows: ws})
+	}
+	slices.SortFunc(out, func(a, b ArmInterruptions) int { return compareArm(a.Arm, b.Arm) })
+	return out, nil
+}
+
+func compareArm(a, b string) int { return cmpStrings(a, b) }
