@@ -13,8 +13,10 @@
 //     a time-sliced or MPS GPU; ×(7/slices of the profile)^0.5 on a MIG instance; × a lognormal
 //     jitter (σ 0.15).
 //
-// Pod IPs are distinct loopback addresses 127.<2+n/253>.<node>.<2+n%253> never reused, so the
-// inference endpoints (package endpoints) can listen on them; node i listens on 127.1.<i>.1.
+// Addresses are loopback, inside the lab's block of second octets B..B+3 (Config.IPBlock, so
+// that two labs on one machine never share one): node i is 127.B.i.1, its n-th pod
+// 127.<B+1+(n/253)%3>.i.<2+n%253> — distinct until a node has run 759 pods, then reused — so
+// the inference endpoints (package endpoints) can listen on them.
 package kubelet
 
 import (
@@ -55,6 +57,9 @@ const (
 type Config struct {
 	Seed  uint64
 	Speed float64 // multiplies every delay: 0.5 runs twice as fast; default 1
+	// IPBlock is the first of the four second octets of 127.0.0.0/8 the lab's addresses use
+	// (default 100).
+	IPBlock int
 }
 
 // Kubelet simulates the kubelet of every node in a cluster spec.
@@ -110,6 +115,9 @@ type pod struct {
 func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *slog.Logger) *Kubelet {
 	if cfg.Speed <= 0 {
 		cfg.Speed = 1
+	}
+	if cfg.IPBlock <= 0 || cfg.IPBlock > 252 {
+		cfg.IPBlock = 100
 	}
 	k := &Kubelet{
 		client: client, spec: spec, cfg: cfg, logger: logger,
@@ -358,10 +366,10 @@ func (k *Kubelet) start(st *pod) {
 	if st.ip == "" {
 		n := nd.nextIP
 		nd.nextIP++
-		st.ip = fmt.Sprintf("127.%d.%d.%d", 2+n/253, nd.index, 2+n%253)
+		st.ip = fmt.Sprintf("127.%d.%d.%d", k.cfg.IPBlock+1+(n/253)%3, nd.index, 2+n%253)
 	}
 	st.running, st.loading, st.ready = true, true, false
-	restarts, ip, hostIP := st.restarts, st.ip, nodeIP(nd)
+	restarts, ip, hostIP := st.restarts, st.ip, k.nodeIP(nd)
 	crash := st.crashes > 0
 	load := k.loadDelay(st)
 	k.mu.Unlock()
@@ -583,7 +591,7 @@ func containerStatuses(p *corev1.Pod, state corev1.ContainerState, ready bool, r
 	return out
 }
 
-func nodeIP(nd *node) string { return fmt.Sprintf("127.1.%d.1", nd.index) }
+func (k *Kubelet) nodeIP(nd *node) string { return fmt.Sprintf("127.%d.%d.1", k.cfg.IPBlock, nd.index) }
 
 // Pods implements sim.Source.
 func (k *Kubelet) Pods() []sim.Pod {
@@ -615,7 +623,7 @@ func (k *Kubelet) Nodes() []sim.Node {
 	defer k.mu.Unlock()
 	out := make([]sim.Node, 0, len(k.nodes))
 	for _, nd := range k.nodes {
-		sn := sim.Node{Name: nd.name, IP: nodeIP(nd), Ready: nd.ready, GPUModel: nd.pool.GPU.Product}
+		sn := sim.Node{Name: nd.name, IP: k.nodeIP(nd), Ready: nd.ready, GPUModel: nd.pool.GPU.Product}
 		for g, gp := range nd.gpus {
 			sg := sim.GPU{Index: g, UUID: gp.uuid, MemoryMiB: nd.pool.GPU.MemoryMiB}
 			if nd.pool.Sharing.Mode == cluster.MIG {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"sync"
 
 	"github.com/schedlens/schedlens/internal/dcgm"
@@ -33,6 +35,7 @@ type Lab struct {
 	Endpoints *endpoints.Server
 
 	cancel context.CancelFunc
+	block  net.Listener // holds the lab's address block against other labs on this machine
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	errs   []error
@@ -52,11 +55,17 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Lab{ControlPlane: cp, Spec: o.Spec, cancel: cancel}
+	block, lock, err := reserveBlock()
+	if err != nil {
+		l.Stop()
+		return nil, err
+	}
+	l.block = lock
 	if err := cluster.Create(ctx, cp.Client, o.Spec); err != nil {
 		l.Stop()
 		return nil, err
 	}
-	l.Kubelet = kubelet.New(cp.Client, o.Spec, kubelet.Config{Seed: o.Seed, Speed: o.Speed}, o.Logger.With("component", "kubelet"))
+	l.Kubelet = kubelet.New(cp.Client, o.Spec, kubelet.Config{Seed: o.Seed, Speed: o.Speed, IPBlock: block}, o.Logger.With("component", "kubelet"))
 	l.Endpoints = endpoints.New(l.Kubelet, endpoints.Config{Seed: o.Seed}, o.Logger.With("component", "endpoints"))
 	l.run("kubelet", func() error { return l.Kubelet.Run(ctx) })
 	l.run("endpoints", func() error { return l.Endpoints.Run(ctx) })
@@ -98,4 +107,21 @@ func (l *Lab) Stop() {
 	l.cancel()
 	l.wg.Wait()
 	l.ControlPlane.Stop()
+	if l.block != nil {
+		l.block.Close()
+	}
+}
+
+// reserveBlock picks a block of four second octets of 127.0.0.0/8 no other lab on this machine
+// uses, and holds it by listening on 127.B.255.254:65000 for as long as the lab runs.
+func reserveBlock() (int, net.Listener, error) {
+	start := rand.IntN(60)
+	for i := range 60 {
+		b := 8 + 4*((start+i)%60)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.%d.255.254:65000", b))
+		if err == nil {
+			return b, l, nil
+		}
+	}
+	return 0, nil, errors.New("no free loopback address block for the lab (60 labs running?)")
 }
