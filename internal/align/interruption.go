@@ -159,3 +159,69 @@ func compareStrings(a, b string) int {
 	}
 	return 0
 }
+
+// DefaultMinGap is the gap without a successful request that timelines count as an
+// interruption.
+const DefaultMinGap = time.Second
+
+// ServiceInterruptions computes the interruptions of the service formed by the pods of one
+// experiment arm in one run, from all events (any order, duplicates allowed): each pod's Ready
+// spans until its end (or last event) and the successful requests it served.
+func ServiceInterruptions(envs []*events.Envelope, keys events.LabelKeys, exp events.ExperimentRef, minGap time.Duration) []Window {
+	facts := map[string]*Facts{}
+	snaps := map[string][]*events.Envelope{}
+	ok := map[string][]time.Time{}
+	var invs []Inventory
+	seen := map[string]bool{}
+	for _, env := range envs {
+		if inv, isInv := InventoryOf(env); isInv {
+			invs = append(invs, inv)
+			continue
+		}
+		uid := env.PodUID()
+		if uid == "" || seen[env.ID] {
+			continue
+		}
+		seen[env.ID] = true
+		f, _ := FactsOf(env, keys)
+		if facts[uid] == nil {
+			facts[uid] = &Facts{}
+		}
+		facts[uid].Merge(f)
+		switch p := env.Payload.(type) {
+		case *events.PodStatus:
+			snaps[uid] = append(snaps[uid], env)
+		case *events.Request:
+			if p.OK {
+				ok[uid] = append(ok[uid], env.OccurredAt)
+			}
+		}
+	}
+	var spans [][]Span
+	var successes []time.Time
+	for uid, f := range facts {
+		if f.Experiment != exp {
+			continue
+		}
+		f.ApplyInventories(invs)
+		s := Derive(*f)
+		end := f.LastSeen
+		if s.Milestones.Ended != nil {
+			end = *s.Milestones.Ended
+		}
+		spans = append(spans, ReadySpans(snaps[uid], end))
+		successes = append(successes, ok[uid]...)
+	}
+	return Interruptions(spans, successes, minGap)
+}
+
+// Overlapping keeps the windows that overlap [from, to].
+func Overlapping(ws []Window, from, to time.Time) []Window {
+	out := []Window{}
+	for _, w := range ws {
+		if w.End.After(from) && w.Start.Before(to) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

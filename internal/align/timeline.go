@@ -12,7 +12,10 @@ import (
 // Timeline is one pod's life as the API serves it: its summary and its events in time order.
 type Timeline struct {
 	Summary
-	Events []Event `json:"events"`
+	// Interruptions are the service interruptions of the pod's experiment arm and run that
+	// overlap its life (see Interruptions; DefaultMinGap).
+	Interruptions []Window `json:"interruptions"`
+	Events        []Event  `json:"events"`
 }
 
 // Summary is a pod's identity, milestones, durations and counts. Times are UTC with sub-seconds
@@ -128,7 +131,15 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	}
 	f.ApplyInventories(invs)
 	SortEvents(list)
-	return Timeline{Summary: Derive(f), Events: list}, true
+	tl = Timeline{Summary: Derive(f), Interruptions: []Window{}, Events: list}
+	if f.Experiment.Name != "" && f.Experiment.Run != "" {
+		from := f.FirstSeen
+		if tl.Milestones.Created != nil {
+			from = minTime(from, *tl.Milestones.Created)
+		}
+		tl.Interruptions = Overlapping(ServiceInterruptions(envs, keys, f.Experiment, DefaultMinGap), from, *tl.ObservedUntil)
+	}
+	return tl, true
 }
 
 // SortEvents orders an event list by time, then id, so equal times list the same way everywhere.

@@ -378,7 +378,7 @@ func TestBuildOrderIndependentAndIdempotent(t *testing.T) {
 	}{{"reversed", reversed}, {"shuffled", shuffled}, {"duplicated", duplicated}}
 
 	// The set must exercise what order could break.
-	var preempted, censored, restarted, unschedulable, served, unobserved bool
+	var preempted, censored, restarted, unschedulable, served, unobserved, interrupted bool
 	for _, uid := range uids {
 		want := timeline(t, uid, envs)
 		preempted = preempted || deref(want.EndedReason) == align.EndPreempted
@@ -387,6 +387,7 @@ func TestBuildOrderIndependentAndIdempotent(t *testing.T) {
 		unschedulable = unschedulable || want.Counts.FailedScheduling > 1
 		served = served || want.Milestones.FirstSuccess != nil
 		unobserved = unobserved || deref(want.EndedReason) == align.EndDeletedUnobserved
+		interrupted = interrupted || len(want.Interruptions) > 0
 		for _, v := range variants {
 			got, ok := align.Build(uid, v.envs, events.DefaultLabelKeys)
 			if !ok {
@@ -397,8 +398,8 @@ func TestBuildOrderIndependentAndIdempotent(t *testing.T) {
 			}
 		}
 	}
-	if !preempted || !censored || !restarted || !unschedulable || !served || !unobserved {
-		t.Errorf("generated set lacks a case: preempted %v, censored %v, restarted %v, unschedulable %v, served %v, deleted unobserved %v",
-			preempted, censored, restarted, unschedulable, served, unobserved)
+	if !preempted || !censored || !restarted || !unschedulable || !served || !unobserved || !interrupted {
+		t.Errorf("generated set lacks a case: preempted %v, censored %v, restarted %v, unschedulable %v, served %v, deleted unobserved %v, interrupted %v",
+			preempted, censored, restarted, unschedulable, served, unobserved, interrupted)
 	}
 }

@@ -51,8 +51,10 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 // Timeline returns a pod's timeline with its listed events in time order, or ErrNotFound.
 func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) {
 	var tl align.Timeline
+	var firstSeen time.Time
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		s, _, err := scanSummary(tx.QueryRow(ctx, `SELECT `+summaryColumns+` FROM pod_timeline WHERE uid = $1`, uid))
+		s, fs, err := scanSummary(tx.QueryRow(ctx, `SELECT `+summaryColumns+` FROM pod_timeline WHERE uid = $1`, uid))
+		firstSeen = fs
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -84,7 +86,28 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 		}
 		return nil
 	})
-	return tl, err
+	if err != nil {
+		return tl, err
+	}
+	tl.Interruptions = []align.Window{}
+	exp := tl.Experiment
+	if exp.Name == nil || exp.Run == nil || tl.ObservedUntil == nil {
+		return tl, nil
+	}
+	arms, err := db.RunInterruptions(ctx, *exp.Name, *exp.Run, align.DefaultMinGap)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return tl, err
+	}
+	from := firstSeen
+	if c := tl.Milestones.Created; c != nil && c.Before(from) {
+		from = *c
+	}
+	for _, a := range arms {
+		if a.Arm == deref(exp.Arm) {
+			tl.Interruptions = align.Overlapping(a.Windows, from, *tl.ObservedUntil)
+		}
+	}
+	return tl, nil
 }
 
 func unlistedKinds() []string {

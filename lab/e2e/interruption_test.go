@@ -109,6 +109,10 @@ disruptions: [rolling-update, drain, node-rejoin]
 		old := e.timeline(types.UID(byName[strings.TrimSuffix(name, "-r")].Pod.UID))
 		repl := e.timeline(types.UID(p.Pod.UID))
 		expected = append(expected, readyObserved(t, repl).Sub(terminating(t, old)).Seconds())
+		// Both pods' timelines carry the window they took part in.
+		if len(old.Interruptions) == 0 || len(repl.Interruptions) == 0 {
+			t.Errorf("%s / %s timelines: interruptions %v / %v, want the drain window on both", old.Pod.Name, repl.Pod.Name, old.Interruptions, repl.Interruptions)
+		}
 	}
 	if len(expected) == 0 {
 		t.Fatalf("no replacement pods among %v", keys(byName))
