@@ -353,3 +353,33 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// collector import vegeta publishes vegeta's results as request envelopes, reports the lines it
+// cannot use with their numbers, exits 1 for them, and re-importing stores nothing twice.
+func TestImportVegeta(t *testing.T) {
+	bin := binaries(t)
+	nats := natstest.Start(t)
+	run := func() (string, string, error) {
+		cmd := exec.Command(bin+"/collector", "import", "vegeta", "../internal/ingest/testdata/vegeta.json")
+		cmd.Env = append(os.Environ(), "SCHEDLENS_NATS_URL="+nats.URL(), "SCHEDLENS_CLUSTER=lab")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("import: err %v; want exit 1 for the fixture's bad lines\nstdout %s\nstderr %s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "line ") {
+		t.Errorf("stderr %q: want the rejected lines with their numbers", errOut)
+	}
+	var published, dups, rejected, failed int
+	if _, err := fmt.Sscanf(out, "published %d request results (%d already in the stream), %d rejected lines, %d not acknowledged", &published, &dups, &rejected, &failed); err != nil || published == 0 || dups != 0 || rejected == 0 || failed != 0 {
+		t.Fatalf("stdout %q (%v): want some published, some rejected", out, err)
+	}
+	out, _, _ = run()
+	if want := fmt.Sprintf("published %d request results (%d already in the stream)", published, published); !strings.HasPrefix(out, want) {
+		t.Errorf("re-import: %q, want %q: the same results have the same ids", out, want)
+	}
+}
