@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/ops"
@@ -33,11 +34,13 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, bound chan<- string) error {
 	var (
 		httpAddr, databaseURL string
+		idle                  int
 		log                   config.Logging
 	)
 	fs := config.New("api", getenv, stderr)
 	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, ":8080", "address the API listens on (also /metrics, /healthz, /readyz)")
 	fs.String(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
+	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
 	log.Define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: api [flags]\n\nServes the read-only schedlens API. See README.md for the endpoints.\n\nflags:\n")
@@ -53,11 +56,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fs.Usage()
 		return config.Usagef("unexpected arguments %q", fs.Args())
 	}
+	if idle < 0 || idle > 100 {
+		fs.Usage()
+		return config.Usagef("-gpu-idle-threshold must be in 0..100")
+	}
 	logger, err := log.Logger(stderr, "api")
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, databaseURL, logger)
+	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))
 	if err != nil {
 		return err
 	}

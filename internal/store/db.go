@@ -15,6 +15,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/migrations"
 )
@@ -27,6 +28,7 @@ type DB struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
 	keys   events.LabelKeys
+	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
 }
 
 // Option configures a DB.
@@ -34,6 +36,11 @@ type Option func(*DB)
 
 // WithLabelKeys sets the pod label keys that attribute pods to experiments.
 func WithLabelKeys(k events.LabelKeys) Option { return func(db *DB) { db.keys = k } }
+
+// WithIdleThreshold sets the GPU utilisation (percent) under which a pod's allocated GPU time
+// counts as idle in the summaries it reads (align.IdleUtilThreshold by default). It applies at
+// read time: no rebuild is needed to change it.
+func WithIdleThreshold(pct float64) Option { return func(db *DB) { db.idle = pct } }
 
 // Open connects to Postgres at url. It does not migrate: call Migrate.
 func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*DB, error) {
@@ -45,7 +52,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	db := &DB{pool: pool, logger: logger, keys: events.DefaultLabelKeys}
+	db := &DB{pool: pool, logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
 	for _, o := range opts {
 		o(db)
 	}

@@ -200,3 +200,40 @@ func TestTimelineUnknownPod(t *testing.T) {
 		t.Errorf("err = %v, want ErrNotFound", err)
 	}
 }
+
+// The idle threshold applies when summaries are read: the same stored samples count as more
+// idle time under a higher threshold, without a rebuild.
+func TestIdleThresholdAppliesAtReadTime(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	envs := eventgen.Generate(eventgen.Default())
+	def, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer def.Close()
+	ingestInBatches(t, def, envs, 100)
+	high, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler), store.WithIdleThreshold(95))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer high.Close()
+	checked := 0
+	for _, uid := range podUIDs(envs) {
+		a, b := timelines(t, def, []string{uid})[uid], timelines(t, high, []string{uid})[uid]
+		if a.GPU == nil {
+			continue
+		}
+		checked++
+		if a.GPU.IdleThresholdPct != 5 || b.GPU.IdleThresholdPct != 95 {
+			t.Fatalf("thresholds %v / %v", a.GPU.IdleThresholdPct, b.GPU.IdleThresholdPct)
+		}
+		// eventgen's utilisation stays under 85%: at 95% all sampled time is idle.
+		if b.GPU.IdleSeconds != b.GPU.Seconds || a.GPU.IdleSeconds >= a.GPU.Seconds {
+			t.Errorf("pod %s: idle %v of %v s at 5%%, %v of %v s at 95%%", a.Pod.Name, a.GPU.IdleSeconds, a.GPU.Seconds, b.GPU.IdleSeconds, b.GPU.Seconds)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no pod with GPU samples")
+	}
+}

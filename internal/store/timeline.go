@@ -62,7 +62,7 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 			return fmt.Errorf("read pod %s: %w", uid, err)
 		}
 		one := []align.Summary{s}
-		if err := fillMeasures(ctx, tx, one); err != nil {
+		if err := fillMeasures(ctx, tx, one, db.idle); err != nil {
 			return err
 		}
 		tl.Summary = one[0]
@@ -195,7 +195,7 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 		return PodPage{}, fmt.Errorf("list pods: %w", err)
 	}
 	rows.Close()
-	if err := fillMeasures(ctx, db.pool, page.Pods); err != nil {
+	if err := fillMeasures(ctx, db.pool, page.Pods, db.idle); err != nil {
 		return PodPage{}, err
 	}
 	return page, nil
@@ -228,7 +228,7 @@ type querier interface {
 
 // fillMeasures adds the request and GPU summaries to pod summaries, read from the pods'
 // latency and utilisation histograms (align.SummarizeRequests, align.SummarizeGPU).
-func fillMeasures(ctx context.Context, q querier, pods []align.Summary) error {
+func fillMeasures(ctx context.Context, q querier, pods []align.Summary, idle float64) error {
 	if len(pods) == 0 {
 		return nil
 	}
@@ -284,7 +284,7 @@ func fillMeasures(ctx context.Context, q querier, pods []align.Summary) error {
 	for i := range pods {
 		p := &pods[i]
 		p.Requests = align.SummarizeRequests(p.Counts.Requests, p.Counts.RequestErrors, latency[p.Pod.UID])
-		p.GPU = align.SummarizeGPU(util[p.Pod.UID], fb[p.Pod.UID][0], fb[p.Pod.UID][1], align.IdleUtilThreshold)
+		p.GPU = align.SummarizeGPU(util[p.Pod.UID], fb[p.Pod.UID][0], fb[p.Pod.UID][1], idle)
 	}
 	return nil
 }
