@@ -155,16 +155,17 @@ func printSummary(w io.Writer, def *experiment.Definition, pods []align.Summary)
 			order = append(order, arm)
 		}
 	}
-	fmt.Fprintf(w, "\n%s — per arm, %d repeats pooled (seconds; p50 / p95)\n", def.Name, def.Repeats)
+	fmt.Fprintf(w, "\n%s — per arm, %d repeats pooled (seconds unless named; p50 / p95 over pods; latency = each pod's p50; errors include those before Ready)\n", def.Name, def.Repeats)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\tpods\tscheduled\tnever\tpreempted\trestarts\tpending\tstart\tmodel load\tcreated→ready\tGPU models")
+	fmt.Fprintln(tw, "arm\tpods\tscheduled\tnever\tpreempted\trestarts\tpending\tstart\tmodel load\tcreated→ready\tready→1st ok\tlatency ms\terrors\tGPU util %\tGPU models")
 	for _, arm := range order {
 		ps := byArm[arm]
 		if len(ps) == 0 {
 			continue
 		}
 		var scheduled, preempted, restarts int
-		var pending, startD, load, toReady []float64
+		var pending, startD, load, toReady, firstOK, latency, util []float64
+		var requests, errs int
 		models := map[string]int{}
 		for _, p := range ps {
 			if p.Milestones.Scheduled != nil {
@@ -182,6 +183,16 @@ func printSummary(w io.Writer, def *experiment.Definition, pods []align.Summary)
 			add(&pending, p.Durations.Pending)
 			add(&startD, p.Durations.Start)
 			add(&load, p.Durations.ModelLoad)
+			add(&firstOK, p.Durations.ReadyToFirstSuccess)
+			if r := p.Requests; r != nil {
+				requests, errs = requests+r.Count, errs+r.Errors
+				if v, ok := r.LatencyMS["p50"]; ok {
+					latency = append(latency, v)
+				}
+			}
+			if g := p.GPU; g != nil {
+				util = append(util, g.UtilMean)
+			}
 			if p.Milestones.Created != nil && p.Milestones.Ready != nil {
 				toReady = append(toReady, p.Milestones.Ready.Sub(*p.Milestones.Created).Seconds())
 			}
@@ -193,8 +204,12 @@ func printSummary(w io.Writer, def *experiment.Definition, pods []align.Summary)
 		if arm == def.Baseline {
 			label += " (baseline)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", label, len(ps), scheduled, len(ps)-scheduled, preempted, restarts,
-			quantiles(pending), quantiles(startD), quantiles(load), quantiles(toReady), modelList(models))
+		errRate := "–"
+		if requests > 0 {
+			errRate = fmt.Sprintf("%.0f%% of %d", 100*float64(errs)/float64(requests), requests)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, len(ps), scheduled, len(ps)-scheduled, preempted, restarts,
+			quantiles(pending), quantiles(startD), quantiles(load), quantiles(toReady), quantiles(firstOK), quantiles(latency), errRate, quantiles(util), modelList(models))
 	}
 	tw.Flush()
 }
