@@ -138,7 +138,10 @@ func readSample(t *testing.T) []*events.Envelope {
 
 // The README's way: correlator and api as daemons, collector replay of the sample; the API then
 // serves the documented timelines.
-func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
+// startPipeline runs the correlator and the api as daemons, replays the sample with the
+// collector, waits until everything is stored, and returns the API's base URL.
+func startPipeline(t *testing.T) string {
+	t.Helper()
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	dbURL := pgtest.URL(t)
@@ -160,16 +163,37 @@ func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
 	if want := fmt.Sprintf("published %d envelopes", len(sample)); !strings.Contains(string(out), want) {
 		t.Errorf("replay said %q, want it to contain %q", out, want)
 	}
-
 	var stats struct {
-		EventsTotal int64            `json:"events_total"`
-		PodsTotal   int64            `json:"pods_total"`
-		ByKind      map[string]int64 `json:"by_kind"`
+		EventsTotal int64 `json:"events_total"`
 	}
 	waitFor(t, "all sample events stored", func() bool {
 		_, _, b := get(t, base+"/v1/stats")
 		return json.Unmarshal(b, &stats) == nil && stats.EventsTotal == int64(len(sample))
 	})
+	return base
+}
+
+// getJSON decodes a 200 answer of the API into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	code, _, b := get(t, url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", url, code, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
+	base := startPipeline(t)
+	sample := readSample(t)
+	var stats struct {
+		EventsTotal int64            `json:"events_total"`
+		PodsTotal   int64            `json:"pods_total"`
+		ByKind      map[string]int64 `json:"by_kind"`
+	}
+	getJSON(t, base+"/v1/stats", &stats)
 
 	// Every pod's timeline as served equals align's over the sample, including the event list.
 	uids := map[string]bool{}
@@ -381,5 +405,96 @@ func TestImportVegeta(t *testing.T) {
 	out, _, _ = run()
 	if want := fmt.Sprintf("published %d request results (%d already in the stream)", published, published); !strings.HasPrefix(out, want) {
 		t.Errorf("re-import: %q, want %q: the same results have the same ids", out, want)
+	}
+}
+
+// The comparison of the sample's arms: JSON with the baseline first, every metric with its
+// interval and verdict, an overall verdict per arm, the definition's thresholds checked; the
+// same as CSV; bad requests as problem+json.
+func TestComparison(t *testing.T) {
+	api := startPipeline(t)
+	var c struct {
+		Experiment, Baseline, Method string
+		Arms                         []struct {
+			Arm         string
+			Baseline    bool
+			Runs, Pods  int
+			Verdict     string
+			Explanation string
+			Breaches    []string `json:"threshold_breaches"`
+			Metrics     []struct {
+				Metric, Verdict string
+				AcrossRuns      struct {
+					Mean float64
+					Low  *float64 `json:"ci95_low"`
+				} `json:"across_runs"`
+			}
+		}
+		UnknownThresholds []string `json:"unknown_thresholds"`
+	}
+	getJSON(t, api+"/v1/experiments/day20/comparison", &c)
+	var names []string
+	for _, a := range c.Arms {
+		names = append(names, a.Arm)
+	}
+	for _, want := range []string{"control", "affinity", "priority", "sharing"} {
+		if !contains(names, want) {
+			t.Errorf("comparison arms %v lack %s", names, want)
+		}
+	}
+	if c.Baseline != "control" || !c.Arms[0].Baseline || c.Arms[0].Arm != "control" {
+		t.Fatalf("comparison: baseline %q, first %+v", c.Baseline, c.Arms[0].Arm)
+	}
+	// The sample's error rate includes the requests sent before Ready: over 1%.
+	if !contains(c.Arms[0].Breaches, "error_rate: error_rate 0.2963 > 0.01") {
+		t.Errorf("control breaches %v; want the error_rate threshold", c.Arms[0].Breaches)
+	}
+	verdicts := map[string]bool{"improvement": true, "regression": true, "trade_off": true, "no_effect": true, "insufficient_data": true}
+	for _, a := range c.Arms[1:] {
+		if !verdicts[a.Verdict] || a.Explanation == "" {
+			t.Errorf("arm %s: verdict %q (%s)", a.Arm, a.Verdict, a.Explanation)
+		}
+		t.Logf("%s: %s — %s; breaches %v", a.Arm, a.Verdict, a.Explanation, a.Breaches)
+	}
+	for _, a := range c.Arms {
+		if a.Arm == "sharing" {
+			if a.Runs != 3 || len(a.Metrics) == 0 {
+				t.Errorf("sharing: %d runs, %d metrics", a.Runs, len(a.Metrics))
+			}
+		}
+	}
+	resp, err := http.Get(api + "/v1/experiments/day20/comparison.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") || !strings.HasPrefix(string(body), "arm,baseline,metric,") {
+		t.Errorf("csv: %s\n%.200s", ct, body)
+	}
+	for path, code := range map[string]int{
+		"/v1/experiments/nope/comparison":                  404,
+		"/v1/experiments/day20/comparison?baseline=nobody": 400,
+		"/v1/experiments/nope":                             404,
+	} {
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %s, want %d problem+json", path, resp.StatusCode, resp.Header.Get("Content-Type"), code)
+		}
+	}
+	var list struct {
+		Experiments []struct {
+			Name       string
+			Definition *struct{ Baseline string }
+			Arms       []string
+		}
+	}
+	getJSON(t, api+"/v1/experiments", &list)
+	if len(list.Experiments) != 1 || list.Experiments[0].Definition == nil || list.Experiments[0].Definition.Baseline != "control" {
+		t.Errorf("experiments: %+v", list)
 	}
 }

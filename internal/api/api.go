@@ -53,6 +53,11 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
 	r.Get("/v1/stats", s.stats)
 	r.Get("/v1/dead-letters", s.deadLetters)
+	r.Get("/v1/experiments", s.listExperiments)
+	r.Get("/v1/experiments/{name}", s.experiment)
+	r.Put("/v1/experiments/{name}", s.putExperiment)
+	r.Get("/v1/experiments/{name}/comparison", s.comparison)
+	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))

@@ -46,6 +46,7 @@ func Default() Config {
 func Generate(cfg Config) []*events.Envelope {
 	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}}
 	t := cfg.Start
+	g.experiment(t)
 	var vanished string
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
@@ -68,6 +69,21 @@ func Generate(cfg Config) []*events.Envelope {
 		}
 	}
 	return g.out
+}
+
+// experiment emits the definition, as the collector turns the experiment ConfigMap into one.
+func (g *gen) experiment(at time.Time) {
+	arms := make([]any, 0, len(g.cfg.Arms))
+	for _, a := range g.cfg.Arms {
+		arms = append(arms, map[string]any{"name": a})
+	}
+	g.emit(events.KindExperiment, "experiment/"+g.cfg.Namespace+"/"+g.cfg.Experiment+"-experiment/1", at, nil, "", &events.Experiment{
+		Name: g.cfg.Experiment, Change: "placement of the inference pods",
+		Fixed: map[string]any{"image": "nvcr.io/nvidia/tritonserver:25.01-py3", "model": "resnet50", "pods": float64(g.cfg.PodsPerArm),
+			"request": map[string]any{"method": "POST", "port": float64(8000), "path": "/v2/models/resnet50/infer"}},
+		Metrics: []any{"pending", "model_load", "time_to_first_success"}, Repeats: g.cfg.Runs, Baseline: g.cfg.Arms[0], Arms: arms,
+		Thresholds: map[string]any{"p95_latency_ms": float64(800), "error_rate": 0.01},
+	})
 }
 
 // life is when a pod was first and last known to exist, for inventories.

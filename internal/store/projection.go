@@ -224,6 +224,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	if len(kName) > 0 {
 		b.Queue(mergeKindCounts, kName, kN, kLast)
 	}
+	queueExperiments(b, envs)
 	if len(podRows) > 0 {
 		// Staging empties at commit; a second projection in the same transaction (results
 		// attributed by IP, the next rebuild chunk) needs it empty now.
@@ -268,7 +269,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

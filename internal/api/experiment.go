@@ -1,0 +1,191 @@
+package api
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+func (s *Server) listExperiments(w http.ResponseWriter, r *http.Request) {
+	list, err := s.db.Experiments(r.Context())
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, map[string]any{"experiments": list})
+}
+
+func (s *Server) experiment(w http.ResponseWriter, r *http.Request) {
+	e, err := s.db.Experiment(r.Context(), chi.URLParam(r, "name"))
+	if errors.Is(err, store.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", chi.URLParam(r, "name")))
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, e)
+}
+
+// putExperiment stores a definition: the experiment ConfigMap's keys as JSON.
+func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	var def events.Experiment
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	if err := dec.Decode(&def); err != nil {
+		problem(w, http.StatusBadRequest, "Bad experiment definition", err.Error())
+		return
+	}
+	if def.Name == "" {
+		def.Name = name
+	}
+	if def.Name != name {
+		problem(w, http.StatusBadRequest, "Bad experiment definition", fmt.Sprintf("name %q differs from the URL's %q", def.Name, name))
+		return
+	}
+	if def.Repeats < 0 {
+		problem(w, http.StatusBadRequest, "Bad experiment definition", "repeats must not be negative")
+		return
+	}
+	if err := s.db.DefineExperiment(r.Context(), def, time.Now().UTC()); err != nil {
+		if store.IsDataError(err) || errors.Is(err, events.ErrInvalid) {
+			problem(w, http.StatusBadRequest, "Bad experiment definition", err.Error())
+			return
+		}
+		s.internal(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Comparison is the answer of /v1/experiments/{name}/comparison.
+type Comparison struct {
+	Experiment string              `json:"experiment"`
+	Baseline   string              `json:"baseline"`
+	Method     string              `json:"method"`
+	Arms       []compare.ArmResult `json:"arms"`
+	// UnknownThresholds are threshold keys of the definition that name no metric.
+	UnknownThresholds []string `json:"unknown_thresholds"`
+}
+
+const method = "per-run values (a run's pods pooled); across runs: mean with a 95% Student-t interval; " +
+	"against the baseline: difference of means with a 95% Welch t interval; verdicts at family-wise 1% (Bonferroni over the metrics)"
+
+func (s *Server) comparison(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.compute(w, r)
+	if ok {
+		writeJSON(w, c)
+	}
+}
+
+func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.compute(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"arm", "baseline", "metric", "unit", "better_when", "runs", "mean", "ci95_low", "ci95_high",
+		"difference", "difference_ci95_low", "difference_ci95_high", "verdict", "arm_verdict"})
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', 6, 64)
+	}
+	for _, a := range c.Arms {
+		for _, m := range a.Metrics {
+			mean := m.AcrossRun.Mean
+			row := []string{a.Arm, strconv.FormatBool(a.Baseline), m.Metric, m.Unit, m.Better, strconv.Itoa(m.AcrossRun.N),
+				f(&mean), f(m.AcrossRun.Low), f(m.AcrossRun.High), "", "", "", m.Verdict, a.Verdict}
+			if m.AcrossRun.N == 0 {
+				row[6] = ""
+			}
+			if d := m.Difference; d != nil {
+				dm := d.Mean
+				row[9], row[10], row[11] = f(&dm), f(d.Low), f(d.High)
+			}
+			_ = cw.Write(row)
+		}
+	}
+	cw.Flush()
+}
+
+// compute builds the comparison, writing the problem itself when it cannot.
+func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bool) {
+	name := chi.URLParam(r, "name")
+	exp, err := s.db.Experiment(r.Context(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", name))
+		return Comparison{}, false
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return Comparison{}, false
+	}
+	baseline := r.URL.Query().Get("baseline")
+	if baseline == "" && exp.Definition != nil {
+		baseline = exp.Definition.Baseline
+	}
+	if baseline == "" {
+		baseline = "control"
+	}
+	if !slices.Contains(exp.Arms, baseline) {
+		problem(w, http.StatusBadRequest, "Unknown baseline", fmt.Sprintf("experiment %q has no pods in arm %q (arms: %v)", name, baseline, exp.Arms))
+		return Comparison{}, false
+	}
+	in, err := s.db.ComparisonInput(r.Context(), name)
+	if err != nil {
+		s.internal(w, r, err)
+		return Comparison{}, false
+	}
+	var arms []compare.ArmInput
+	for _, arm := range slices.Sorted(maps.Keys(in)) {
+		a := compare.ArmInput{Name: arm, Metrics: map[string][]float64{}}
+		byRun := in[arm]
+		for _, run := range slices.SortedFunc(maps.Keys(byRun), runOrder) {
+			a.Pods += len(byRun[run].Pods)
+			for k, v := range compare.RunMetrics(byRun[run]) {
+				a.Metrics[k] = append(a.Metrics[k], v)
+			}
+		}
+		arms = append(arms, a)
+	}
+	c := Comparison{Experiment: name, Baseline: baseline, Method: method, UnknownThresholds: []string{}}
+	var th []compare.Threshold
+	if exp.Definition != nil {
+		th, c.UnknownThresholds = compare.Thresholds(exp.Definition.Thresholds)
+		if c.UnknownThresholds == nil {
+			c.UnknownThresholds = []string{}
+		}
+	}
+	c.Arms = compare.Sorted(compare.Compare(compare.Metrics, baseline, arms, th, compare.Options{}))
+	return c, true
+}
+
+func runOrder(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
