@@ -139,8 +139,8 @@ func readSample(t *testing.T) []*events.Envelope {
 // The README's way: correlator and api as daemons, collector replay of the sample; the API then
 // serves the documented timelines.
 // startPipeline runs the correlator and the api as daemons, replays the sample with the
-// collector, waits until everything is stored, and returns the API's base URL.
-func startPipeline(t *testing.T) string {
+// collector, waits until everything is stored, and returns the API's base URL and the database.
+func startPipeline(t *testing.T) (string, string) {
 	t.Helper()
 	bin := binaries(t)
 	nats := natstest.Start(t)
@@ -170,7 +170,7 @@ func startPipeline(t *testing.T) string {
 		_, _, b := get(t, base+"/v1/stats")
 		return json.Unmarshal(b, &stats) == nil && stats.EventsTotal == int64(len(sample))
 	})
-	return base
+	return base, dbURL
 }
 
 // getJSON decodes a 200 answer of the API into v.
@@ -186,7 +186,7 @@ func getJSON(t *testing.T, url string, v any) {
 }
 
 func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
-	base := startPipeline(t)
+	base, _ := startPipeline(t)
 	sample := readSample(t)
 	var stats struct {
 		EventsTotal int64            `json:"events_total"`
@@ -412,7 +412,7 @@ func TestImportVegeta(t *testing.T) {
 // interval and verdict, an overall verdict per arm, the definition's thresholds checked; the
 // same as CSV; bad requests as problem+json.
 func TestComparison(t *testing.T) {
-	api := startPipeline(t)
+	api, dbURL := startPipeline(t)
 	var c struct {
 		Experiment, Baseline, Method string
 		Arms                         []struct {
@@ -486,6 +486,22 @@ func TestComparison(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d problem+json", path, resp.StatusCode, resp.Header.Get("Content-Type"), code)
 		}
 	}
+	// The same comparison for a terminal.
+	cmd := exec.Command(binaries(t)+"/api", "compare", "day20", "-baseline", "control")
+	cmd.Env = append(os.Environ(), "SCHEDLENS_DATABASE_URL="+dbURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("api compare: %v\n%s", err, out)
+	}
+	for _, want := range []string{"day20: arms against control", "control — 3 runs, 9 pods (baseline)", "affinity — 3 runs", "pending_p50_s (s, lower better)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("api compare output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := exec.Command(binaries(t)+"/api", "compare").CombinedOutput(); err == nil || !strings.Contains(string(out), "usage:") {
+		t.Errorf("api compare without a name: err %v, %s", err, out)
+	}
+
 	var list struct {
 		Experiments []struct {
 			Name       string

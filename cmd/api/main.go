@@ -1,4 +1,5 @@
 // Command api serves the schedlens HTTP API over the correlator's Postgres projections.
+// `api compare NAME` prints an experiment's comparison for a terminal instead.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,16 +26,16 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
 // run serves until ctx ends. bound, when not nil, receives the listening address.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, bound chan<- string) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, bound chan<- string) error {
 	var (
-		httpAddr, databaseURL string
+		httpAddr, databaseURL, baseline string
 		idle                  int
 		log                   config.Logging
 	)
@@ -41,18 +43,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, ":8080", "address the API listens on (also /metrics, /healthz, /readyz)")
 	fs.String(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
 	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
+	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
 	log.Define(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: api [flags]\n\nServes the read-only schedlens API. See README.md for the endpoints.\n\nflags:\n")
+		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	rest := args[1:]
+	comparing, compareName := false, ""
+	if len(rest) > 0 && rest[0] == "compare" {
+		comparing, rest = true, rest[1:]
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") { // the name may come before the flags
+			compareName, rest = rest[0], rest[1:]
+		}
+	}
+	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case comparing && compareName == "" && fs.NArg() == 1:
+		compareName = fs.Arg(0)
+	case comparing && (compareName == "" || fs.NArg() > 0):
+		fs.Usage()
+		return config.Usagef("compare takes one experiment NAME")
+	case !comparing && fs.NArg() > 0:
 		fs.Usage()
 		return config.Usagef("unexpected arguments %q", fs.Args())
 	}
@@ -69,6 +86,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer db.Close()
+	if compareName != "" {
+		c, err := api.Compute(ctx, db, compareName, baseline)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("compare: no experiment %q", compareName)
+		}
+		if err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		return api.WriteTable(stdout, c)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -128,16 +131,39 @@ func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
 // compute builds the comparison, writing the problem itself when it cannot.
 func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bool) {
 	name := chi.URLParam(r, "name")
-	exp, err := s.db.Experiment(r.Context(), name)
-	if errors.Is(err, store.ErrNotFound) {
+	c, err := Compute(r.Context(), s.db, name, r.URL.Query().Get("baseline"))
+	var bad *BadBaselineError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", name))
 		return Comparison{}, false
-	}
-	if err != nil {
+	case errors.As(err, &bad):
+		problem(w, http.StatusBadRequest, "Unknown baseline", bad.Error())
+		return Comparison{}, false
+	case err != nil:
 		s.internal(w, r, err)
 		return Comparison{}, false
 	}
-	baseline := r.URL.Query().Get("baseline")
+	return c, true
+}
+
+// BadBaselineError says the requested baseline arm has no pods.
+type BadBaselineError struct {
+	Experiment, Baseline string
+	Arms                 []string
+}
+
+func (e *BadBaselineError) Error() string {
+	return fmt.Sprintf("experiment %q has no pods in arm %q (arms: %v)", e.Experiment, e.Baseline, e.Arms)
+}
+
+// Compute compares the arms of an experiment with baseline (default: the definition's, else
+// "control"). ErrNotFound for an unknown experiment, *BadBaselineError for a baseline without pods.
+func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparison, error) {
+	exp, err := db.Experiment(ctx, name)
+	if err != nil {
+		return Comparison{}, err
+	}
 	if baseline == "" && exp.Definition != nil {
 		baseline = exp.Definition.Baseline
 	}
@@ -145,13 +171,11 @@ func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bo
 		baseline = "control"
 	}
 	if !slices.Contains(exp.Arms, baseline) {
-		problem(w, http.StatusBadRequest, "Unknown baseline", fmt.Sprintf("experiment %q has no pods in arm %q (arms: %v)", name, baseline, exp.Arms))
-		return Comparison{}, false
+		return Comparison{}, &BadBaselineError{Experiment: name, Baseline: baseline, Arms: exp.Arms}
 	}
-	in, err := s.db.ComparisonInput(r.Context(), name)
+	in, err := db.ComparisonInput(ctx, name)
 	if err != nil {
-		s.internal(w, r, err)
-		return Comparison{}, false
+		return Comparison{}, err
 	}
 	var arms []compare.ArmInput
 	for _, arm := range slices.Sorted(maps.Keys(in)) {
@@ -174,7 +198,49 @@ func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bo
 		}
 	}
 	c.Arms = compare.Sorted(compare.Compare(compare.Metrics, baseline, arms, th, compare.Options{}))
-	return c, true
+	return c, nil
+}
+
+// WriteTable renders a comparison for a terminal: per arm its verdict and explanation, then each
+// metric's mean [95 % interval] and, against the baseline, the difference and its verdict.
+func WriteTable(w io.Writer, c Comparison) error {
+	fmt.Fprintf(w, "%s: arms against %s\n%s\n", c.Experiment, c.Baseline, c.Method)
+	for _, a := range c.Arms {
+		fmt.Fprintln(w)
+		head := fmt.Sprintf("%s — %d runs, %d pods", a.Arm, a.Runs, a.Pods)
+		if a.Baseline {
+			head += " (baseline)"
+		} else {
+			head += fmt.Sprintf(": %s — %s", strings.ToUpper(a.Verdict), a.Explanation)
+		}
+		fmt.Fprintln(w, head)
+		if len(a.Breaches) > 0 {
+			fmt.Fprintf(w, "  thresholds breached: %s\n", strings.Join(a.Breaches, "; "))
+		}
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  metric\tmean [95% CI]\tvs baseline [95% CI]\tverdict")
+		for _, m := range a.Metrics {
+			if m.AcrossRun.N == 0 {
+				continue
+			}
+			diff := ""
+			if d := m.Difference; d != nil {
+				diff = fmt.Sprintf("%+.3g%s", d.Mean, interval(d.Low, d.High))
+			}
+			fmt.Fprintf(tw, "  %s (%s, %s better)\t%.3g%s\t%s\t%s\n", m.Metric, m.Unit, m.Better, m.AcrossRun.Mean, interval(m.AcrossRun.Low, m.AcrossRun.High), diff, m.Verdict)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func interval(lo, hi *float64) string {
+	if lo == nil || hi == nil {
+		return ""
+	}
+	return fmt.Sprintf(" [%.3g, %.3g]", *lo, *hi)
 }
 
 func runOrder(a, b string) int {
