@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
 	"github.com/schedlens/schedlens/lab/stack"
@@ -72,6 +73,9 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	printSummary(stdout, def, pods)
+	if err := printComparison(ctx, stdout, s.APIAddr, def.Name, def.Baseline); err != nil {
+		return err
+	}
 	if err := errors.Join(s.Err(), l.Err()); err != nil {
 		return err
 	}
@@ -101,6 +105,28 @@ func progress(w io.Writer) func(experiment.Progress) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// printComparison reads the comparison of the experiment's arms from the API and prints it.
+func printComparison(ctx context.Context, w io.Writer, addr, name, baseline string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?baseline="+url.QueryEscape(baseline), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("comparison: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("comparison: HTTP %d", resp.StatusCode)
+	}
+	var c api.Comparison
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return fmt.Errorf("comparison: %w", err)
+	}
+	fmt.Fprintln(w)
+	return api.WriteTable(w, c)
 }
 
 // listPods reads every pod of the namespace from the API.

@@ -34,6 +34,9 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
 		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
+		// The comparison follows: every arm against the baseline with a verdict.
+		regexp.MustCompile(`(?m)^mini: arms against control$`),
+		regexp.MustCompile(`(?m)^priority — 2 runs, 4 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INSUFFICIENT_DATA) — `),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("summary lacks %q:\n%s", want, text)
