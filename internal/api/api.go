@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,10 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
+	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -67,6 +72,11 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	})
 	return r, nil
 }
+
+// openAPI documents every route; a test keeps it in step with the router.
+//
+//go:embed openapi.json
+var openAPI []byte
 
 func (s *Server) ready(ctx context.Context) error {
 	if err := s.db.Ping(ctx); err != nil {

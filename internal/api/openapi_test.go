@@ -1,0 +1,78 @@
+package api_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/api"
+)
+
+// The OpenAPI document lists exactly the routes the router serves, method by method.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := api.New(nil, slog.New(slog.DiscardHandler), reg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, ok := h.(chi.Routes)
+	if !ok {
+		t.Fatalf("api.New returned %T, not a chi router", h)
+	}
+	var served []string
+	err = chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == "GET" || method == "PUT" || method == "POST" || method == "DELETE" || method == "PATCH" {
+			served = append(served, strings.ToLower(method)+" "+route)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("/openapi.json: %v, version %q", err, doc.OpenAPI)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, method+" "+path)
+		}
+	}
+	// Routes mounted for every method (the ops endpoints) are documented as GET.
+	methods := map[string]int{}
+	for _, r := range served {
+		methods[strings.SplitN(r, " ", 2)[1]]++
+	}
+	served = slices.DeleteFunc(served, func(r string) bool {
+		m, path, _ := strings.Cut(r, " ")
+		return methods[path] == 5 && m != "get"
+	})
+	slices.Sort(served)
+	served = slices.Compact(served)
+	slices.Sort(documented)
+	if diff := cmp.Diff(served, documented); diff != "" {
+		t.Errorf("routes (-served +documented):\n%s", diff)
+	}
+}
