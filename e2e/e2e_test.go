@@ -431,8 +431,20 @@ func TestComparison(t *testing.T) {
 			}
 		}
 		UnknownThresholds []string `json:"unknown_thresholds"`
+		Placement         map[string]struct {
+			Nodes            map[string]int `json:"nodes"`
+			GPUModels        map[string]int `json:"gpu_models"`
+			Sharing          map[string]int `json:"sharing"`
+			FailedScheduling map[string]int `json:"failed_scheduling_reasons"`
+		}
 	}
 	getJSON(t, api+"/v1/experiments/day20/comparison", &c)
+	if p := c.Placement["sharing"]; p.Sharing["time-slicing"] != 9 || p.GPUModels["NVIDIA-A100-SXM4-80GB"] != 9 || len(p.Nodes) == 0 {
+		t.Errorf("sharing placement %+v: want its 9 pods on time-sliced A100s", p)
+	}
+	if p := c.Placement["oversized"]; p.FailedScheduling["Insufficient nvidia.com/gpu"] == 0 {
+		t.Errorf("oversized placement %+v: want the FailedScheduling reasons counted", p)
+	}
 	var names []string
 	for _, a := range c.Arms {
 		names = append(names, a.Arm)

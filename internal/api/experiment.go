@@ -81,6 +81,8 @@ type Comparison struct {
 	Baseline   string              `json:"baseline"`
 	Method     string              `json:"method"`
 	Arms       []compare.ArmResult `json:"arms"`
+	// Placement is, per arm, where its pods ran and why some waited.
+	Placement map[string]*store.ArmPlacement `json:"placement"`
 	// UnknownThresholds are threshold keys of the definition that name no metric.
 	UnknownThresholds []string `json:"unknown_thresholds"`
 }
@@ -198,6 +200,9 @@ func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparis
 		}
 	}
 	c.Arms = compare.Sorted(compare.Compare(compare.Metrics, baseline, arms, th, compare.Options{}))
+	if c.Placement, err = db.Placement(ctx, name); err != nil {
+		return Comparison{}, err
+	}
 	return c, nil
 }
 
@@ -217,6 +222,12 @@ func WriteTable(w io.Writer, c Comparison) error {
 		if len(a.Breaches) > 0 {
 			fmt.Fprintf(w, "  thresholds breached: %s\n", strings.Join(a.Breaches, "; "))
 		}
+		if p := c.Placement[a.Arm]; p != nil {
+			fmt.Fprintf(w, "  placement: GPU %s; sharing %s; nodes %s\n", counts(p.GPUModels), counts(p.Sharing), counts(p.Nodes))
+			if len(p.FailedScheduling) > 0 {
+				fmt.Fprintf(w, "  FailedScheduling (node counts): %s\n", counts(p.FailedScheduling))
+			}
+		}
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  metric\tmean [95% CI]\tvs baseline [95% CI]\tverdict")
 		for _, m := range a.Metrics {
@@ -234,6 +245,17 @@ func WriteTable(w io.Writer, c Comparison) error {
 		}
 	}
 	return nil
+}
+
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "–"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func interval(lo, hi *float64) string {

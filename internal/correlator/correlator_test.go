@@ -154,7 +154,13 @@ func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	envs := eventgen.Generate(eventgen.Default())
-	good := envs[0]
+	var good *events.Envelope
+	for _, env := range envs {
+		if env.Kind == events.KindPodStatus {
+			good = env
+			break
+		}
+	}
 	goodJSON := string(good.Raw)
 	poison := []struct {
 		name, subject, body, wantErr string

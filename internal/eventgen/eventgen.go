@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
 )
 
 // Config shapes a generated experiment.
@@ -172,6 +173,13 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 	if g.cfg.Scope != nil {
 		s.Scope = g.cfg.Scope
 	}
+	s.GPU = &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Sharing: events.SharingUnknown}
+	if p.node != "" {
+		s.GPU.Model, s.GPU.Sharing, s.GPU.Replicas = "NVIDIA-H100-80GB-HBM3", events.SharingExclusive, 1
+		if p.labels[events.LabelArm] == "sharing" {
+			s.GPU.Model, s.GPU.Sharing, s.GPU.Replicas = "NVIDIA-A100-SXM4-80GB", events.SharingTimeSlicing, 4
+		}
+	}
 	l := g.life[p.ref.UID]
 	if l == nil {
 		l = &life{seen: at}
@@ -185,10 +193,14 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 }
 
 func (g *gen) k8sEvent(p *podState, at time.Time, reason, typ, action, note, eventUID string, count int) {
-	g.emit(events.KindK8sEvent, "k8s_event/"+eventUID+"/"+strconv.Itoa(max(count, 1)), at, &p.ref, p.node, &events.K8sEvent{
+	e := &events.K8sEvent{
 		Reason: reason, Type: typ, Note: note, ReportingController: "default-scheduler", Action: action,
 		EventUID: eventUID, Count: count,
-	})
+	}
+	if reason == events.ReasonFailedScheduling {
+		e.Scheduling = kube.ParseFailedScheduling(note)
+	}
+	g.emit(events.KindK8sEvent, "k8s_event/"+eventUID+"/"+strconv.Itoa(max(count, 1)), at, &p.ref, p.node, e)
 }
 
 func (g *gen) request(p *podState, at time.Time, ok bool) {

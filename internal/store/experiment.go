@@ -211,3 +211,76 @@ func (db *DB) DefineExperiment(ctx context.Context, def events.Experiment, now t
 	_, err = db.Ingest(ctx, []*events.Envelope{decoded}, nil)
 	return err
 }
+
+// ArmPlacement is where an arm's pods ran and why some waited: pods by node, GPU model and GPU
+// sharing mode (each pod counted once, from its latest snapshot that knew its GPU), and the
+// FailedScheduling reasons, as node counts summed over the scheduler's notes.
+type ArmPlacement struct {
+	Nodes            map[string]int `json:"nodes"`
+	GPUModels        map[string]int `json:"gpu_models"`
+	Sharing          map[string]int `json:"sharing"`
+	FailedScheduling map[string]int `json:"failed_scheduling_reasons"`
+}
+
+// Placement reads the placement of every arm of an experiment.
+func (db *DB) Placement(ctx context.Context, name string) (map[string]*ArmPlacement, error) {
+	out := map[string]*ArmPlacement{}
+	get := func(arm string) *ArmPlacement {
+		p := out[arm]
+		if p == nil {
+			p = &ArmPlacement{Nodes: map[string]int{}, GPUModels: map[string]int{}, Sharing: map[string]int{}, FailedScheduling: map[string]int{}}
+			out[arm] = p
+		}
+		return p
+	}
+	rows, err := db.pool.Query(ctx, `
+		SELECT COALESCE(t.exp_arm, ''), t.node, g.model, g.sharing
+		FROM pod_timeline t
+		LEFT JOIN LATERAL (
+			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
+			FROM events e
+			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
+			  AND e.envelope->'data'->'gpu' IS NOT NULL
+			ORDER BY e.occurred_at DESC LIMIT 1) g ON true
+		WHERE t.exp_name = $1`, name)
+	if err != nil {
+		return nil, fmt.Errorf("read placement of %s: %w", name, err)
+	}
+	var arm string
+	var node, model, sharing *string
+	_, err = pgx.ForEachRow(rows, []any{&arm, &node, &model, &sharing}, func() error {
+		p := get(arm)
+		if node != nil {
+			p.Nodes[*node]++
+		}
+		if model != nil && *model != "" {
+			p.GPUModels[*model]++
+		}
+		if sharing != nil && *sharing != "" {
+			p.Sharing[*sharing]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read placement of %s: %w", name, err)
+	}
+	rows, err = db.pool.Query(ctx, `
+		SELECT COALESCE(p.exp_arm, ''), r->>'reason', sum((r->>'nodes')::int)::int
+		FROM events e JOIN pods p ON p.uid = e.pod_uid
+		CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.envelope->'data'->'scheduling'->'reasons', '[]'::jsonb)) r
+		WHERE p.exp_name = $1 AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		GROUP BY 1, 2`, name)
+	if err != nil {
+		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)
+	}
+	var reason string
+	var nodes int
+	_, err = pgx.ForEachRow(rows, []any{&arm, &reason, &nodes}, func() error {
+		get(arm).FailedScheduling[reason] += nodes
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)
+	}
+	return out, nil
+}
