@@ -514,6 +514,41 @@ func TestComparison(t *testing.T) {
 		t.Errorf("api compare without a name: err %v, %s", err, out)
 	}
 
+	// A definition given through the API.
+	put := func(name, body string) int {
+		req, _ := http.NewRequest(http.MethodPut, api+"/v1/experiments/"+name, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := put("day21", `{"change":"MIG instead of time-slicing","repeats":3,"baseline":"control","thresholds":{"error_rate":0.05}}`); code != 204 {
+		t.Fatalf("PUT day21: %d", code)
+	}
+	for body, want := range map[string]int{`{"name":"other"}`: 400, `{"repeats":`: 400, `{"repeats":-1}`: 400} {
+		if code := put("day21", body); code != want {
+			t.Errorf("PUT %s: %d, want %d", body, code, want)
+		}
+	}
+	var day21 struct {
+		Name       string
+		Definition struct {
+			Change     string
+			Thresholds map[string]float64
+		}
+		Pods int
+	}
+	waitFor(t, "the PUT definition stored", func() bool {
+		code, _, b := get(t, api+"/v1/experiments/day21")
+		return code == 200 && json.Unmarshal(b, &day21) == nil
+	})
+	if day21.Definition.Change != "MIG instead of time-slicing" || day21.Definition.Thresholds["error_rate"] != 0.05 || day21.Pods != 0 {
+		t.Errorf("day21: %+v", day21)
+	}
+
 	var list struct {
 		Experiments []struct {
 			Name       string
@@ -522,7 +557,7 @@ func TestComparison(t *testing.T) {
 		}
 	}
 	getJSON(t, api+"/v1/experiments", &list)
-	if len(list.Experiments) != 1 || list.Experiments[0].Definition == nil || list.Experiments[0].Definition.Baseline != "control" {
+	if len(list.Experiments) != 2 || list.Experiments[0].Definition == nil || list.Experiments[0].Definition.Baseline != "control" {
 		t.Errorf("experiments: %+v", list)
 	}
 }
