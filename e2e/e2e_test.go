@@ -439,6 +439,14 @@ func TestComparison(t *testing.T) {
 		}
 	}
 	getJSON(t, api+"/v1/experiments/day20/comparison", &c)
+	var inNS struct {
+		Namespace string
+		Arms      []struct{ Arm string }
+	}
+	getJSON(t, api+"/v1/experiments/day20/comparison?namespace=ai-lab", &inNS)
+	if inNS.Namespace != "ai-lab" || len(inNS.Arms) != len(c.Arms) {
+		t.Errorf("comparison in namespace ai-lab: %+v, want the same %d arms", inNS, len(c.Arms))
+	}
 	if p := c.Placement["sharing"]; p.Sharing["time-slicing"] != 9 || p.GPUModels["NVIDIA-A100-SXM4-80GB"] != 9 || len(p.Nodes) == 0 {
 		t.Errorf("sharing placement %+v: want its 9 pods on time-sliced A100s", p)
 	}
@@ -488,6 +496,7 @@ func TestComparison(t *testing.T) {
 		"/v1/experiments/nope/comparison":                  404,
 		"/v1/experiments/day20/comparison?baseline=nobody": 400,
 		"/v1/experiments/nope":                             404,
+		"/v1/experiments/day20/comparison?namespace=nope":  404,
 	} {
 		resp, err := http.Get(api + path)
 		if err != nil {

@@ -35,7 +35,7 @@ func main() {
 // run serves until ctx ends. bound, when not nil, receives the listening address.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, bound chan<- string) error {
 	var (
-		httpAddr, databaseURL, baseline string
+		httpAddr, databaseURL, baseline, namespace string
 		idle                            int
 		log                             config.Logging
 	)
@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
 	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
 	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
+	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")
 	log.Define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer db.Close()
 	if compareName != "" {
-		c, err := api.Compute(ctx, db, compareName, baseline)
+		c, err := api.Compute(ctx, db, compareName, namespace, baseline)
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("compare: no experiment %q", compareName)
 		}

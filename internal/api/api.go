@@ -168,7 +168,7 @@ func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 		}
 		minGap = d
 	}
-	arms, err := s.db.RunInterruptions(r.Context(), name, run, minGap)
+	arms, err := s.db.RunInterruptions(r.Context(), name, r.URL.Query().Get("namespace"), run, minGap)
 	if errors.Is(err, store.ErrNotFound) {
 		problem(w, http.StatusNotFound, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run))
 		return

@@ -78,6 +78,7 @@ func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
 // Comparison is the answer of /v1/experiments/{name}/comparison.
 type Comparison struct {
 	Experiment string              `json:"experiment"`
+	Namespace  string              `json:"namespace,omitempty"`
 	Baseline   string              `json:"baseline"`
 	Method     string              `json:"method"`
 	Arms       []compare.ArmResult `json:"arms"`
@@ -133,7 +134,7 @@ func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
 // compute builds the comparison, writing the problem itself when it cannot.
 func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bool) {
 	name := chi.URLParam(r, "name")
-	c, err := Compute(r.Context(), s.db, name, r.URL.Query().Get("baseline"))
+	c, err := Compute(r.Context(), s.db, name, r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline"))
 	var bad *BadBaselineError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -160,8 +161,10 @@ func (e *BadBaselineError) Error() string {
 }
 
 // Compute compares the arms of an experiment with baseline (default: the definition's, else
-// "control"). ErrNotFound for an unknown experiment, *BadBaselineError for a baseline without pods.
-func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparison, error) {
+// "control"), over its pods in namespace (all when empty: runs of the same name from several
+// namespaces pool). ErrNotFound for an unknown experiment or one without pods there,
+// *BadBaselineError for a baseline without pods.
+func Compute(ctx context.Context, db *store.DB, name, namespace, baseline string) (Comparison, error) {
 	exp, err := db.Experiment(ctx, name)
 	if err != nil {
 		return Comparison{}, err
@@ -175,7 +178,7 @@ func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparis
 	if !slices.Contains(exp.Arms, baseline) {
 		return Comparison{}, &BadBaselineError{Experiment: name, Baseline: baseline, Arms: exp.Arms}
 	}
-	in, err := db.ComparisonInput(ctx, name)
+	in, err := db.ComparisonInput(ctx, name, namespace)
 	if err != nil {
 		return Comparison{}, err
 	}
@@ -191,7 +194,7 @@ func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparis
 		}
 		arms = append(arms, a)
 	}
-	c := Comparison{Experiment: name, Baseline: baseline, Method: method, UnknownThresholds: []string{}}
+	c := Comparison{Experiment: name, Namespace: namespace, Baseline: baseline, Method: method, UnknownThresholds: []string{}}
 	var th []compare.Threshold
 	if exp.Definition != nil {
 		th, c.UnknownThresholds = compare.Thresholds(exp.Definition.Thresholds)
@@ -200,7 +203,7 @@ func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparis
 		}
 	}
 	c.Arms = compare.Sorted(compare.Compare(compare.Metrics, baseline, arms, th, compare.Options{}))
-	if c.Placement, err = db.Placement(ctx, name); err != nil {
+	if c.Placement, err = db.Placement(ctx, name, namespace); err != nil {
 		return Comparison{}, err
 	}
 	return c, nil
@@ -210,6 +213,9 @@ func Compute(ctx context.Context, db *store.DB, name, baseline string) (Comparis
 // metric's mean [95 % interval] and, against the baseline, the difference and its verdict.
 func WriteTable(w io.Writer, c Comparison) error {
 	fmt.Fprintf(w, "%s: arms against %s\n%s\n", c.Experiment, c.Baseline, c.Method)
+	if c.Namespace != "" {
+		fmt.Fprintf(w, "pods of namespace %s only\n", c.Namespace)
+	}
 	for _, a := range c.Arms {
 		fmt.Fprintln(w)
 		head := fmt.Sprintf("%s — %d runs, %d pods", a.Arm, a.Runs, a.Pods)

@@ -98,12 +98,13 @@ func compareRun(a, b string) int {
 	return cmpStrings(a, b)
 }
 
-// ComparisonInput gathers, per arm and run, what compare.RunMetrics needs.
-func (db *DB) ComparisonInput(ctx context.Context, name string) (map[string]map[string]compare.RunData, error) {
+// ComparisonInput gathers, per arm and run, what compare.RunMetrics needs, for the pods of
+// namespace (all when empty).
+func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (map[string]map[string]compare.RunData, error) {
 	var pods []align.Summary
 	cursor := ""
 	for {
-		page, err := db.ListPods(ctx, PodFilter{Experiment: name}, 1000, cursor)
+		page, err := db.ListPods(ctx, PodFilter{Experiment: name, Namespace: namespace}, 1000, cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -141,7 +142,7 @@ func (db *DB) ComparisonInput(ctx context.Context, name string) (map[string]map[
 	rows, err := db.pool.Query(ctx, `
 		SELECT COALESCE(p.exp_arm, ''), COALESCE(p.exp_run, ''), l.bucket, sum(l.count)::bigint
 		FROM pod_latency l JOIN pods p ON p.uid = l.pod_uid
-		WHERE p.exp_name = $1 GROUP BY 1, 2, 3`, name)
+		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2) GROUP BY 1, 2, 3`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
 	}
@@ -169,7 +170,7 @@ func (db *DB) ComparisonInput(ctx context.Context, name string) (map[string]map[
 		}
 	}
 	for run := range runs {
-		arms, err := db.RunInterruptions(ctx, name, run, align.DefaultMinGap)
+		arms, err := db.RunInterruptions(ctx, name, namespace, run, align.DefaultMinGap)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -222,8 +223,9 @@ type ArmPlacement struct {
 	FailedScheduling map[string]int `json:"failed_scheduling_reasons"`
 }
 
-// Placement reads the placement of every arm of an experiment.
-func (db *DB) Placement(ctx context.Context, name string) (map[string]*ArmPlacement, error) {
+// Placement reads the placement of every arm of an experiment (its pods in namespace; all
+// when empty).
+func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string]*ArmPlacement, error) {
 	out := map[string]*ArmPlacement{}
 	get := func(arm string) *ArmPlacement {
 		p := out[arm]
@@ -242,7 +244,7 @@ func (db *DB) Placement(ctx context.Context, name string) (map[string]*ArmPlacem
 			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
 			  AND e.envelope->'data'->'gpu' IS NOT NULL
 			ORDER BY e.occurred_at DESC LIMIT 1) g ON true
-		WHERE t.exp_name = $1`, name)
+		WHERE t.exp_name = $1 AND ($2 = '' OR t.namespace = $2)`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read placement of %s: %w", name, err)
 	}
@@ -268,8 +270,9 @@ func (db *DB) Placement(ctx context.Context, name string) (map[string]*ArmPlacem
 		SELECT COALESCE(p.exp_arm, ''), r->>'reason', sum((r->>'nodes')::int)::int
 		FROM events e JOIN pods p ON p.uid = e.pod_uid
 		CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.envelope->'data'->'scheduling'->'reasons', '[]'::jsonb)) r
-		WHERE p.exp_name = $1 AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
-		GROUP BY 1, 2`, name)
+		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)
+		  AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		GROUP BY 1, 2`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)
 	}

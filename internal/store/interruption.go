@@ -21,8 +21,9 @@ type ArmInterruptions struct {
 
 // RunInterruptions computes, per arm of an experiment run, the windows in which fewer pods than
 // the steady count were Ready or no request succeeded for longer than minGap (align.Interruptions),
-// from the pods' snapshots and successful requests. ErrNotFound when the run has no pods.
-func (db *DB) RunInterruptions(ctx context.Context, experiment, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+// from the pods' snapshots and successful requests, for the pods of namespace (all when empty).
+// ErrNotFound when the run has no pods.
+func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
 	type podData struct {
 		arm   string
 		snaps []*events.Envelope
@@ -34,7 +35,7 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, run string, minG
 		rows, err := tx.Query(ctx, `
 			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended_at, p.unobserved_end_at, p.last_seen), e.envelope::text
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status'
-			WHERE p.exp_name = $1 AND p.exp_run = $2`, experiment, run)
+			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)`, experiment, run, namespace)
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,8 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, run string, minG
 		rows, err = tx.Query(ctx, `
 			SELECT COALESCE(p.exp_arm, ''), e.occurred_at
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'request'
-			WHERE p.exp_name = $1 AND p.exp_run = $2 AND (e.envelope->'data'->>'ok')::boolean`, experiment, run)
+			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)
+			  AND (e.envelope->'data'->>'ok')::boolean`, experiment, run, namespace)
 		if err != nil {
 			return err
 		}

@@ -94,7 +94,7 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 	if exp.Name == nil || exp.Run == nil || tl.ObservedUntil == nil {
 		return tl, nil
 	}
-	arms, err := db.RunInterruptions(ctx, *exp.Name, *exp.Run, align.DefaultMinGap)
+	arms, err := db.RunInterruptions(ctx, *exp.Name, "", *exp.Run, align.DefaultMinGap)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return tl, err
 	}

@@ -73,7 +73,7 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	printSummary(stdout, def, pods)
-	if err := printComparison(ctx, stdout, s.APIAddr, def.Name, def.Baseline); err != nil {
+	if err := printComparison(ctx, stdout, s.APIAddr, def.Name, ns, def.Baseline); err != nil {
 		return err
 	}
 	if err := errors.Join(s.Err(), l.Err()); err != nil {
@@ -108,8 +108,9 @@ func progress(w io.Writer) func(experiment.Progress) {
 }
 
 // printComparison reads the comparison of the experiment's arms from the API and prints it.
-func printComparison(ctx context.Context, w io.Writer, addr, name, baseline string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?baseline="+url.QueryEscape(baseline), nil)
+func printComparison(ctx context.Context, w io.Writer, addr, name, ns, baseline string) error {
+	q := url.Values{"baseline": {baseline}, "namespace": {ns}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}
