@@ -71,29 +71,59 @@ INSERT INTO pod_gpu_util (pod_uid, util, seconds)
 SELECT * FROM unnest($1::text[], $2::smallint[], $3::float8[]) ORDER BY 1, 2
 ON CONFLICT (pod_uid, util) DO UPDATE SET seconds = pod_gpu_util.seconds + excluded.seconds`
 
-// endUnobserved applies align.Facts.ApplyInventories to the pods touched by a batch ($1) and,
-// for each scope a new inventory covers ($2 clusters, $3 scope keys), to its pods not yet ended
-// by an observed event (for those the view ignores unobserved_end_at). It recomputes from every
-// stored inventory, so the result does not depend on the order events arrived in.
+// endUnobserved applies align.Facts.ApplyInventories in full to some pods: those touched by a
+// batch ($1) for which an inventory of their scope was listed after they were last known alive
+// (a new pod may be listed by inventories stored before it; a pod seen again after an
+// inventory that did not list it is revived), and those an inventory made inconsistent ($2).
+// It recomputes from every stored inventory, so the result does not depend on arrival order.
 const endUnobserved = `
 WITH target AS (
     SELECT p.uid FROM pods p
-    WHERE p.scope_key IS NOT NULL
-      AND (p.uid = ANY($1) OR (p.ended_at IS NULL
-           AND (p.cluster, p.scope_key) IN (SELECT * FROM unnest($2::text[], $3::text[]))))
-    ORDER BY p.uid FOR UPDATE
+    WHERE p.uid = ANY($1) AND p.scope_key IS NOT NULL
+      AND ((p.unobserved_end_at IS NOT NULL AND p.unobserved_end_at <= p.alive_at) OR EXISTS (
+           SELECT 1 FROM inventories i
+           WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > p.alive_at))
+    UNION
+    SELECT unnest($2::text[])
+), locked AS (
+    SELECT p.uid, p.cluster, p.scope_key, p.alive_at FROM pods p JOIN target USING (uid)
+    ORDER BY p.uid FOR UPDATE OF p
 ), alive AS (
-    SELECT p.uid, p.cluster, p.scope_key,
-           GREATEST(p.alive_at, (SELECT max(i.listed_at) FROM inventories i
-                                 WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key
-                                   AND i.pod_uids @> ARRAY[lower(p.uid)])) AS alive_at
-    FROM pods p JOIN target USING (uid)
+    SELECT l.uid, l.cluster, l.scope_key,
+           GREATEST(l.alive_at, (SELECT max(i.listed_at) FROM inventories i
+                                 WHERE i.cluster = l.cluster AND i.scope_key = l.scope_key
+                                   AND i.pod_uids @> ARRAY[lower(l.uid)])) AS alive_at
+    FROM locked l
 )
 UPDATE pods p SET alive_at = a.alive_at,
     unobserved_end_at = (SELECT min(i.listed_at) FROM inventories i
                          WHERE i.cluster = a.cluster AND i.scope_key = a.scope_key
                            AND i.listed_at > a.alive_at AND NOT i.pod_uids @> ARRAY[lower(a.uid)])
 FROM alive a WHERE p.uid = a.uid`
+
+// inventoryListed applies one new inventory ($1 cluster, $2 scope, $3 listed at, $4 UIDs) to
+// the pods it lists: they were alive then. It returns those whose unobserved end the new
+// alive_at overtakes: they need endUnobserved.
+const inventoryListed = `
+WITH listed AS (
+    SELECT uid FROM pods
+    WHERE cluster = $1 AND scope_key = $2 AND lower(uid) = ANY($4) AND alive_at < $3
+    ORDER BY uid FOR UPDATE
+)
+UPDATE pods p SET alive_at = $3 FROM listed l WHERE p.uid = l.uid
+RETURNING p.uid, p.unobserved_end_at IS NOT NULL AND p.unobserved_end_at <= $3`
+
+// inventoryGone applies one new inventory to the pods of its scope it does not list and that
+// were last known alive before it: gone by then, unless an earlier inventory says so already.
+// Pods ended by an observed event are left alone (their unobserved end is never read).
+const inventoryGone = `
+WITH gone AS (
+    SELECT uid FROM pods
+    WHERE cluster = $1 AND scope_key = $2 AND ended_at IS NULL AND alive_at < $3
+      AND NOT (lower(uid) = ANY($4)) AND (unobserved_end_at IS NULL OR unobserved_end_at > $3)
+    ORDER BY uid FOR UPDATE
+)
+UPDATE pods p SET unobserved_end_at = $3 FROM gone g WHERE p.uid = g.uid`
 
 var inventoryColumns = []string{"id", "cluster", "scope_key", "listed_at", "pod_uids"}
 
@@ -131,7 +161,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	}
 	kinds := map[events.Kind]*kindCount{}
 	var invRows [][]any
-	invScopes := map[[2]string]bool{}
+	var newInvs []align.Inventory
 	for _, env := range envs {
 		if counted {
 			kc := kinds[env.Kind]
@@ -146,7 +176,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		}
 		if inv, ok := align.InventoryOf(env); ok {
 			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, slices.Sorted(maps.Keys(inv.UIDs))})
-			invScopes[[2]string{inv.Cluster, inv.ScopeKey}] = true
+			newInvs = append(newInvs, inv)
 			continue
 		}
 		f, ok := align.FactsOf(env, db.keys)
@@ -193,10 +223,6 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 			return fmt.Errorf("copy inventories: %w", err)
 		}
 	}
-	var iCluster, iScope []string
-	for k := range invScopes {
-		iCluster, iScope = append(iCluster, k[0]), append(iScope, k[1])
-	}
 	var kName []string
 	var kN []int64
 	var kLast []time.Time
@@ -217,9 +243,9 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	if len(gUID) > 0 {
 		b.Queue(mergeGPUUtil, gUID, gUtil, gSeconds)
 	}
-	if len(scoped) > 0 || len(iCluster) > 0 {
+	if len(scoped) > 0 {
 		slices.Sort(scoped)
-		b.Queue(endUnobserved, scoped, iCluster, iScope)
+		b.Queue(endUnobserved, scoped, []string{})
 	}
 	if len(kName) > 0 {
 		b.Queue(mergeKindCounts, kName, kN, kLast)
@@ -232,6 +258,44 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("merge projections: %w", err)
+	}
+	return applyInventories(ctx, tx, newInvs)
+}
+
+// applyInventories applies new inventories to the pods of their scopes incrementally (each
+// touches only the pods it changes), then recomputes in full the few pods it made
+// inconsistent. Together with endUnobserved on touched pods this keeps, in any arrival order,
+// what align.Facts.ApplyInventories computes from all inventories at once.
+func applyInventories(ctx context.Context, tx pgx.Tx, invs []align.Inventory) error {
+	slices.SortFunc(invs, func(a, b align.Inventory) int { return a.ListedAt.Compare(b.ListedAt) })
+	var revisit []string
+	for _, inv := range invs {
+		uids := slices.Sorted(maps.Keys(inv.UIDs))
+		rows, err := tx.Query(ctx, inventoryListed, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids)
+		if err != nil {
+			return fmt.Errorf("apply inventory: %w", err)
+		}
+		var uid string
+		var stale bool
+		_, err = pgx.ForEachRow(rows, []any{&uid, &stale}, func() error {
+			if stale {
+				revisit = append(revisit, uid)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("apply inventory: %w", err)
+		}
+		if _, err := tx.Exec(ctx, inventoryGone, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids); err != nil {
+			return fmt.Errorf("apply inventory: %w", err)
+		}
+	}
+	if len(revisit) == 0 {
+		return nil
+	}
+	slices.Sort(revisit)
+	if _, err := tx.Exec(ctx, endUnobserved, []string{}, slices.Compact(revisit)); err != nil {
+		return fmt.Errorf("revise unobserved ends: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,85 @@
+package store_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Inventories applied incrementally in the store give what align computes from all of them at
+// once, in every arrival order: a pod gone before a list, one revived by a later snapshot, one
+// listed by an inventory that arrives before its snapshots, one listed and then missing.
+func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
+	t.Parallel()
+	scope := events.Scope{Namespaces: []string{"ai-lab"}, Selector: events.LabelExperiment}
+	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	uid := func(i int) string { return fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i) }
+	mk := func(id string, when time.Time, pod *events.PodRef, payload any, kind events.Kind) *events.Envelope {
+		env := &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload}
+		b, err := events.Encode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := events.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	snap := func(i, s int) *events.Envelope {
+		created := at(0)
+		ref := &events.PodRef{Namespace: "ai-lab", Name: fmt.Sprintf("p%d", i), UID: uid(i)}
+		return mk(fmt.Sprintf("pod_status/%d/%d", i, s), at(s), ref, &events.PodStatus{Phase: "Running", CreationTimestamp: &created, Scope: &scope}, events.KindPodStatus)
+	}
+	inv := func(s int, pods ...int) *events.Envelope {
+		uids := []string{}
+		for _, p := range pods {
+			uids = append(uids, uid(p))
+		}
+		return mk(fmt.Sprintf("inventory/%d", s), at(s), nil, &events.Inventory{Scope: scope, PodUIDs: uids}, events.KindInventory)
+	}
+	envs := []*events.Envelope{
+		snap(1, 10),              // pod 1: gone before the list at 100
+		snap(2, 10), snap(2, 150), // pod 2: not listed at 100 but seen at 150: revived
+		snap(3, 10),              // pod 3: listed at 100 and 200, missing at 300
+		snap(4, 120),             // pod 4: seen at 120, listed at 200 (which may arrive first), missing at 300
+		inv(100, 3), inv(200, 2, 3, 4), inv(300, 2),
+	}
+	var uids []string
+	for i := 1; i <= 4; i++ {
+		uids = append(uids, uid(i))
+	}
+	for seed := range uint64(6) {
+		order := append([]*events.Envelope{}, envs...)
+		rand.New(rand.NewPCG(seed, 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		db := openDB(t)
+		ingestInBatches(t, db, order, 1+int(seed%3))
+		got := timelines(t, db, uids)
+		for _, u := range uids {
+			want, _ := align.Build(u, envs, events.DefaultLabelKeys)
+			if diff := cmp.Diff(normalize(want), normalize(got[u])); diff != "" {
+				t.Errorf("order %d, pod %s: store and align disagree (-align +store):\n%s", seed, want.Pod.Name, diff)
+			}
+		}
+	}
+	// The cases are what the test says they are.
+	ended := func(i int) string {
+		tl, _ := align.Build(uid(i), envs, events.DefaultLabelKeys)
+		if tl.Milestones.Ended == nil {
+			return ""
+		}
+		return fmt.Sprintf("%s@%s", *tl.EndedReason, tl.Milestones.Ended.Sub(t0))
+	}
+	// Pod 2 is listed by the last inventory: alive.
+	if diff := cmp.Diff([]string{"deleted_unobserved@1m40s", "", "deleted_unobserved@5m0s", "deleted_unobserved@5m0s"},
+		[]string{ended(1), ended(2), ended(3), ended(4)}); diff != "" {
+		t.Errorf("align's ends (-want +got):\n%s", diff)
+	}
+}
