@@ -279,7 +279,13 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: cfg.Cluster, Source: "ingest", Logger: logger}, publish))
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(gctx, o.metricsAddr, mux, logger, nil) })
-	g.Go(func() error { return c.Run(gctx) })
+	g.Go(func() error {
+		// Stopped while still listing (an unreachable API server, say): a clean stop, not an error.
+		if err := c.Run(gctx); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+			return err
+		}
+		return nil
+	})
 	err = g.Wait()
 	stopPub()
 	if perr := <-pubDone; perr != nil && err == nil {

@@ -153,8 +153,20 @@ func (c *Collector) Run(ctx context.Context) error {
 	defer c.prober.Stop()
 	var factories []informers.SharedInformerFactory
 	defer func() {
-		for _, f := range factories {
-			f.Shutdown()
+		// client-go backs off a failed watch-list without watching the stop signal, so an
+		// informer of an unreachable API server can take its whole back-off to stop: do not
+		// hold the process for it.
+		done := make(chan struct{})
+		go func() {
+			for _, f := range factories {
+				f.Shutdown()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			c.logger.Warn("informers still stopping after 5s; not waiting for them")
 		}
 	}()
 	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
