@@ -36,8 +36,8 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, bound chan<- string) error {
 	var (
 		httpAddr, databaseURL, baseline, namespace string
-		idle                            int
-		log                             config.Logging
+		idle                                       int
+		log                                        config.Logging
 	)
 	fs := config.New("api", getenv, stderr)
 	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, ":8080", "address the API listens on (also /metrics, /healthz, /readyz)")

@@ -46,10 +46,10 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 		return mk(fmt.Sprintf("inventory/%d", s), at(s), nil, &events.Inventory{Scope: scope, PodUIDs: uids}, events.KindInventory)
 	}
 	envs := []*events.Envelope{
-		snap(1, 10),              // pod 1: gone before the list at 100
+		snap(1, 10),               // pod 1: gone before the list at 100
 		snap(2, 10), snap(2, 150), // pod 2: not listed at 100 but seen at 150: revived
-		snap(3, 10),              // pod 3: listed at 100 and 200, missing at 300
-		snap(4, 120),             // pod 4: seen at 120, listed at 200 (which may arrive first), missing at 300
+		snap(3, 10),  // pod 3: listed at 100 and 200, missing at 300
+		snap(4, 120), // pod 4: seen at 120, listed at 200 (which may arrive first), missing at 300
 		inv(100, 3), inv(200, 2, 3, 4), inv(300, 2),
 	}
 	var uids []string
