@@ -2,6 +2,7 @@ package align
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -145,19 +146,9 @@ func Interruptions(pods [][]Span, successes []time.Time, minGap time.Duration) [
 		if c := a.Start.Compare(b.Start); c != 0 {
 			return c
 		}
-		return compareStrings(a.Kind, b.Kind)
+		return strings.Compare(a.Kind, b.Kind)
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // DefaultMinGap is the gap without a successful request that timelines count as an

@@ -186,7 +186,7 @@ func Compute(ctx context.Context, db *store.DB, name, namespace, baseline string
 	for _, arm := range slices.Sorted(maps.Keys(in)) {
 		a := compare.ArmInput{Name: arm, Metrics: map[string][]float64{}}
 		byRun := in[arm]
-		for _, run := range slices.SortedFunc(maps.Keys(byRun), runOrder) {
+		for _, run := range slices.SortedFunc(maps.Keys(byRun), store.CompareRuns) {
 			a.Pods += len(byRun[run].Pods)
 			for k, v := range compare.RunMetrics(byRun[run]) {
 				a.Metrics[k] = append(a.Metrics[k], v)
@@ -269,17 +269,4 @@ func interval(lo, hi *float64) string {
 		return ""
 	}
 	return fmt.Sprintf(" [%.3g, %.3g]", *lo, *hi)
-}
-
-func runOrder(a, b string) int {
-	if len(a) != len(b) {
-		return len(a) - len(b)
-	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,7 +91,7 @@ func (db *DB) attributeByIP(ctx context.Context, tx pgx.Tx, envs []*events.Envel
 	var sCluster, sIP, sUID []string
 	var sFirst, sLast []time.Time
 	for _, k := range slices.SortedFunc(maps.Keys(seen), func(a, b ipKey) int {
-		return cmpStrings(a.cluster+"\x00"+a.ip+"\x00"+a.uid, b.cluster+"\x00"+b.ip+"\x00"+b.uid)
+		return strings.Compare(a.cluster+"\x00"+a.ip+"\x00"+a.uid, b.cluster+"\x00"+b.ip+"\x00"+b.uid)
 	}) {
 		sCluster, sIP, sUID = append(sCluster, k.cluster), append(sIP, k.ip), append(sUID, k.uid)
 		sFirst, sLast = append(sFirst, seen[k][0]), append(sLast, seen[k][1])
@@ -106,7 +107,7 @@ func (db *DB) attributeByIP(ctx context.Context, tx pgx.Tx, envs []*events.Envel
 		return fmt.Errorf("record pod IPs: %w", err)
 	}
 	var aCluster, aIP []string
-	for _, k := range slices.SortedFunc(maps.Keys(affected), func(a, b [2]string) int { return cmpStrings(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) }) {
+	for _, k := range slices.SortedFunc(maps.Keys(affected), func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) }) {
 		aCluster, aIP = append(aCluster, k[0]), append(aIP, k[1])
 	}
 	rows, err := tx.Query(ctx, resolveIPs, aCluster, aIP, ipHoldSlack.String())
@@ -129,14 +130,4 @@ func (db *DB) attributeByIP(ctx context.Context, tx pgx.Tx, envs []*events.Envel
 		return fmt.Errorf("attribute results by pod IP: %w", err)
 	}
 	return db.project(ctx, tx, resolved, false)
-}
-
-func cmpStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,7 +67,7 @@ func (db *DB) Experiments(ctx context.Context) ([]ExperimentInfo, error) {
 			}
 		}
 		slices.Sort(e.Arms)
-		slices.SortFunc(e.Runs, compareRun)
+		slices.SortFunc(e.Runs, CompareRuns)
 		out = append(out, e)
 		return nil
 	})
@@ -90,12 +91,12 @@ func (db *DB) Experiment(ctx context.Context, name string) (ExperimentInfo, erro
 	return ExperimentInfo{}, ErrNotFound
 }
 
-// compareRun orders run names numerically when they are numbers.
-func compareRun(a, b string) int {
+// CompareRuns orders run names numerically when they are numbers.
+func CompareRuns(a, b string) int {
 	if len(a) != len(b) {
 		return len(a) - len(b)
 	}
-	return cmpStrings(a, b)
+	return strings.Compare(a, b)
 }
 
 // ComparisonInput gathers, per arm and run, what compare.RunMetrics needs, for the pods of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,8 +93,6 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run s
 		}
 		out = append(out, ArmInterruptions{Arm: arm, Pods: count[arm], Windows: ws})
 	}
-	slices.SortFunc(out, func(a, b ArmInterruptions) int { return compareArm(a.Arm, b.Arm) })
+	slices.SortFunc(out, func(a, b ArmInterruptions) int { return strings.Compare(a.Arm, b.Arm) })
 	return out, nil
 }
-
-func compareArm(a, b string) int { return cmpStrings(a, b) }
