@@ -423,8 +423,8 @@ func TestComparison(t *testing.T) {
 			Explanation string
 			Breaches    []string `json:"threshold_breaches"`
 			Metrics     []struct {
-				Metric, Verdict string
-				AcrossRuns      struct {
+				Metric, Verdict, Role string
+				AcrossRuns            struct {
 					Mean float64
 					Low  *float64 `json:"ci95_low"`
 				} `json:"across_runs"`
@@ -465,16 +465,31 @@ func TestComparison(t *testing.T) {
 	if c.Baseline != "control" || !c.Arms[0].Baseline || c.Arms[0].Arm != "control" {
 		t.Fatalf("comparison: baseline %q, first %+v", c.Baseline, c.Arms[0].Arm)
 	}
-	// The sample's error rate includes the requests sent before Ready: over 1%.
-	if !contains(c.Arms[0].Breaches, "error_rate: error_rate 0.2963 > 0.01") {
-		t.Errorf("control breaches %v; want the error_rate threshold", c.Arms[0].Breaches)
+	// The served error rate leaves out the requests sent before Ready (30 % of the sample's); one
+	// served request in 50 fails, which is over the 1 % threshold.
+	if !contains(c.Arms[0].Breaches, "error_rate: error_rate 0.02667 > 0.01") {
+		t.Errorf("control breaches %v; want the served error rate over the error_rate threshold", c.Arms[0].Breaches)
 	}
-	verdicts := map[string]bool{"improvement": true, "regression": true, "trade_off": true, "no_effect": true, "insufficient_data": true}
+	verdicts := map[string]bool{"improvement": true, "regression": true, "trade_off": true, "no_effect": true, "inconclusive": true, "insufficient_data": true}
+	metricVerdicts := map[string]bool{"better": true, "worse": true, "equivalent": true, "inconclusive": true, "insufficient_data": true}
+	roles := map[string]bool{"primary": true, "guardrail": true, "secondary": true}
 	for _, a := range c.Arms[1:] {
 		if !verdicts[a.Verdict] || a.Explanation == "" {
 			t.Errorf("arm %s: verdict %q (%s)", a.Arm, a.Verdict, a.Explanation)
 		}
+		for _, m := range a.Metrics {
+			if !metricVerdicts[m.Verdict] || !roles[m.Role] {
+				t.Errorf("arm %s metric %s: verdict %q role %q", a.Arm, m.Metric, m.Verdict, m.Role)
+			}
+		}
 		t.Logf("%s: %s — %s; breaches %v", a.Arm, a.Verdict, a.Explanation, a.Breaches)
+	}
+	// The sample's definition names pending, model_load and time_to_first_success.
+	for _, m := range c.Arms[0].Metrics {
+		want := map[string]string{"pending_p50_s": "primary", "model_load_p50_s": "primary", "latency_p95_ms": "guardrail", "gpu_util_mean_pct": "secondary"}[m.Metric]
+		if want != "" && m.Role != want {
+			t.Errorf("%s: role %q, want %q", m.Metric, m.Role, want)
+		}
 	}
 	for _, a := range c.Arms {
 		if a.Arm == "sharing" {

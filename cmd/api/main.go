@@ -18,6 +18,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
-		return api.WriteTable(stdout, c)
+		return compare.WriteTable(stdout, c)
 	}
 
 	reg := prometheus.NewRegistry()

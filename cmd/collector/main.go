@@ -75,6 +75,7 @@ type options struct {
 	labels                           events.LabelKeys
 	metricsAddr                      string
 	resync, inventoryEvery           time.Duration
+	heartbeatEvery                   time.Duration
 	buffer                           int
 	probe                            collector.ProbeConfig
 	hostPods                         map[string]events.PodRef
@@ -126,6 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	})
 	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
 	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
+	fs.Duration(&o.heartbeatEvery, "heartbeat-every", "SCHEDLENS_HEARTBEAT_EVERY", collector.DefaultConfig().HeartbeatEvery, "say this often that each scope's watch is still live, so pods still Pending are known to wait (run; 0: none)")
 	pdef := collector.DefaultPublisherConfig()
 	fs.Int(&o.buffer, "buffer", "SCHEDLENS_PUBLISH_BUFFER", pdef.Buffer, "envelopes held while NATS is slow or away (run)")
 	prdef := collector.DefaultProbeConfig()
@@ -214,7 +216,7 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 		}
 	}
 	cfg.Selector, cfg.Labels = o.selector, o.labels
-	cfg.Resync, cfg.InventoryEvery = o.resync, o.inventoryEvery
+	cfg.Resync, cfg.InventoryEvery, cfg.HeartbeatEvery = o.resync, o.inventoryEvery, o.heartbeatEvery
 	cfg.Probe = o.probe
 	cfg.DCGM = o.dcgm
 	if len(o.dcgmTargets) > 0 {

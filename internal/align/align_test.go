@@ -96,6 +96,8 @@ func kindOf(t testing.TB, payload any) events.Kind {
 		return events.KindRequest
 	case *events.Inventory:
 		return events.KindInventory
+	case *events.Heartbeat:
+		return events.KindHeartbeat
 	}
 	t.Fatalf("no kind for payload %T", payload)
 	return ""
@@ -242,6 +244,16 @@ func inventories(envs []*events.Envelope) []align.Inventory {
 	return out
 }
 
+func watches(envs []*events.Envelope) []align.Watch {
+	var out []align.Watch
+	for _, env := range envs {
+		if w, ok := align.WatchOf(env); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 type viewCase struct {
 	name string
 	evs  []ev
@@ -272,7 +284,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/3", podX, "04:32:03.5", "", failedScheduling("e1", 3)},
 			},
 			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
 				Durations:     map[string]string{},
 				Counts:        align.Counts{FailedScheduling: 3},
 				ObservedUntil: "2026-11-30T04:32:03.5Z",
@@ -287,7 +299,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/4", podX, "04:32:06", "", failedScheduling("e1", 4)},
 			},
 			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
 				Durations:     map[string]string{},
 				Counts:        align.Counts{FailedScheduling: 4},
 				ObservedUntil: "2026-11-30T04:32:06Z",
@@ -302,7 +314,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e2/1", podX, "04:32:01", "", failedScheduling("e2", 1)},
 			},
 			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
 				Durations:     map[string]string{},
 				Counts:        align.Counts{FailedScheduling: 3},
 				ObservedUntil: "2026-11-30T04:32:02Z",
@@ -318,7 +330,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"fs-b", podX, "04:32:02", "", failedScheduling("", 0)},
 			},
 			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
 				Durations:     map[string]string{},
 				Counts:        align.Counts{FailedScheduling: 2},
 				ObservedUntil: "2026-11-30T04:32:02Z",
@@ -334,7 +346,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 			},
 			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
 				Durations:     map[string]string{},
 				Counts:        align.Counts{FailedScheduling: 3},
 				ObservedUntil: "2026-11-30T04:32:03.5Z",
@@ -361,9 +373,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.234567Z"},
-				Durations:     map[string]string{"pending": "1.234567s"},
-				ObservedUntil: "2026-11-30T04:32:01.24Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.234567Z"},
+				Durations:     map[string]string{"pending": "1.224567s"},
+				ObservedUntil: "2026-11-30T04:32:01.245Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -375,14 +387,14 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:02Z"},
-				Durations:     map[string]string{"pending": "2s"},
-				ObservedUntil: "2026-11-30T04:32:02.1Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:02.1Z"},
+				Durations:     map[string]string{"pending": "2.09s"},
+				ObservedUntil: "2026-11-30T04:32:02.105Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
 		{
-			name: "the condition time is clamped up to first_unschedulable when it falls inside its second",
+			name: "the condition seen live inside its second is placed at its first observation",
 			evs: []ev{
 				{"x/1", podX, "04:32:01.010", "", pending("04:32:00")},
 				{"e1/1", podX, "04:32:01.2", "", failedScheduling("e1", 1)},
@@ -390,18 +402,64 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01.2Z", "scheduled": "2026-11-30T04:32:01.2Z"},
-				Durations:     map[string]string{"pending": "1.2s"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01.2Z", "scheduled": "2026-11-30T04:32:01.9Z"},
+				Durations:     map[string]string{"pending": "1.9s"},
 				Counts:        align.Counts{FailedScheduling: 1},
-				ObservedUntil: "2026-11-30T04:32:01.9Z",
+				ObservedUntil: "2026-11-30T04:32:01.905Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
 		{
-			name: "the condition time is clamped up to created when created falls inside its second",
+			name: "the condition not seen live is clamped up to first_unschedulable when that falls inside its second",
+			evs: []ev{
+				{"x/1", podX, "04:32:01.010", "", pending("04:32:00")},
+				{"e1/1", podX, "04:32:01.2", "", failedScheduling("e1", 1)},
+				{"x/2", podX, "04:32:02.3", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
+			},
+			want: view{
+				Node:          "gpu-node-2",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01.2Z", "scheduled": "2026-11-30T04:32:01.2Z"},
+				Durations:     map[string]string{"pending": "1.2s"},
+				Counts:        align.Counts{FailedScheduling: 1},
+				ObservedUntil: "2026-11-30T04:32:02.305Z",
+				Censored:      []string{"running", "ready", "first_success"},
+			},
+		},
+		{
+			name: "created seen live: its first observation, or a scheduler event inside its second",
+			evs: []ev{
+				{"x/1", podX, "04:32:00.620", "", pending("04:32:00")},
+				{"e1/1", podX, "04:32:00.604", "", failedScheduling("e1", 1)},
+				{"sched", podX, "04:32:00.640", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
+			},
+			want: view{
+				Node:          "gpu-node-4",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.604Z", "first_unschedulable": "2026-11-30T04:32:00.604Z", "scheduled": "2026-11-30T04:32:00.64Z"},
+				Durations:     map[string]string{"pending": "36ms"},
+				Counts:        align.Counts{FailedScheduling: 1},
+				ObservedUntil: "2026-11-30T04:32:00.64Z",
+				Censored:      []string{"running", "ready", "first_success"},
+			},
+		},
+		{
+			name: "created first observed a second or more later (the collector started late) stays at its second",
+			evs: []ev{
+				{"x/1", podX, "04:32:03.500", "", pending("04:32:00")},
+				{"sched", podX, "04:32:00.040", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
+			},
+			want: view{
+				Node:          "gpu-node-4",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.04Z", "scheduled": "2026-11-30T04:32:00.04Z"},
+				Durations:     map[string]string{"pending": "0s"},
+				ObservedUntil: "2026-11-30T04:32:03.505Z",
+				Censored:      []string{"running", "ready", "first_success"},
+			},
+		},
+		{
+			name: "the condition not seen live is clamped up to created when created falls inside its second",
 			evs: []ev{
 				{"x/1", podX, "04:32:00.410", "", pending("04:32:00.4")},
-				{"x/2", podX, "04:32:00.450", "gpu-node-2", func() *events.PodStatus {
+				{"x/2", podX, "04:32:01.250", "gpu-node-2", func() *events.PodStatus {
 					p := boundTo("gpu-node-2", "04:32:00")
 					p.CreationTimestamp = tp("04:32:00.4")
 					return p
@@ -409,9 +467,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.4Z", "scheduled": "2026-11-30T04:32:00.4Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.41Z", "scheduled": "2026-11-30T04:32:00.41Z"},
 				Durations:     map[string]string{"pending": "0s"},
-				ObservedUntil: "2026-11-30T04:32:00.45Z",
+				ObservedUntil: "2026-11-30T04:32:01.255Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -426,9 +484,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:01.4Z", "scheduled": "2026-11-30T04:32:00Z"},
-				Durations:     map[string]string{"pending": "-1.4s"},
-				ObservedUntil: "2026-11-30T04:32:01.41Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:01.41Z", "scheduled": "2026-11-30T04:32:00Z"},
+				Durations:     map[string]string{"pending": "-1.41s"},
+				ObservedUntil: "2026-11-30T04:32:01.415Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -441,9 +499,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.5s"},
-				ObservedUntil: "2026-11-30T04:32:01.6Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
+				Durations:     map[string]string{"pending": "1.49s"},
+				ObservedUntil: "2026-11-30T04:32:01.605Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -456,9 +514,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-5",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.5s"},
-				ObservedUntil: "2026-11-30T04:32:01.6Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
+				Durations:     map[string]string{"pending": "1.49s"},
+				ObservedUntil: "2026-11-30T04:32:01.605Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -471,9 +529,9 @@ func TestBuildScheduled(t *testing.T) {
 			},
 			want: view{
 				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.5s"},
-				ObservedUntil: "2026-11-30T04:32:01.6Z",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
+				Durations:     map[string]string{"pending": "1.49s"},
+				ObservedUntil: "2026-11-30T04:32:01.605Z",
 				Censored:      []string{"running", "ready", "first_success"},
 			},
 		},
@@ -489,40 +547,46 @@ func TestBuildRunning(t *testing.T) {
 	runningAt := func(id, at, started string) ev {
 		return ev{id, podX, at, "gpu-node-1", running("04:32:00", "gpu-node-1", []events.ContainerStatus{container("model", 0, started)})}
 	}
+	// Created is seen live at 00.01; pending 1.29 s.
 	want := func(run, start, until string) view {
 		return view{
 			Node:          "gpu-node-1",
-			Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": run},
-			Durations:     map[string]string{"pending": "1.3s", "start": start},
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": run},
+			Durations:     map[string]string{"pending": "1.29s", "start": start},
 			ObservedUntil: until,
 			Censored:      []string{"ready", "first_success"},
 		}
 	}
 	runViewCases(t, []viewCase{
 		{
-			name: "started_at's second holds scheduled: running is scheduled",
-			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:01.9", "04:32:01")),
-			want: want("2026-11-30T04:32:01.3Z", "0s", "2026-11-30T04:32:01.9Z"),
+			name: "started_at seen live inside its second: the first observation",
+			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:02.5", "04:32:02")),
+			want: want("2026-11-30T04:32:02.5Z", "1.2s", "2026-11-30T04:32:02.505Z"),
 		},
 		{
-			name: "started_at a full second later stays as is",
-			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:02.5", "04:32:02")),
-			want: want("2026-11-30T04:32:02Z", "700ms", "2026-11-30T04:32:02.5Z"),
+			name: "started_at not seen live whose second holds scheduled: running is scheduled",
+			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:02.3", "04:32:01")),
+			want: want("2026-11-30T04:32:01.3Z", "0s", "2026-11-30T04:32:02.305Z"),
+		},
+		{
+			name: "started_at not seen live, a full second after scheduled, stays as is",
+			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:03.2", "04:32:02")),
+			want: want("2026-11-30T04:32:02Z", "700ms", "2026-11-30T04:32:03.205Z"),
 		},
 		{
 			name: "never later than the first observation of phase Running",
 			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:02.8", "04:32:03")),
-			want: want("2026-11-30T04:32:02.8Z", "1.5s", "2026-11-30T04:32:02.8Z"),
+			want: want("2026-11-30T04:32:02.8Z", "1.5s", "2026-11-30T04:32:02.805Z"),
 		},
 		{
 			name: "without started_at the observation is used",
 			evs:  append(slices.Clone(base), runningAt("x/2", "04:32:02.2", "")),
-			want: want("2026-11-30T04:32:02.2Z", "900ms", "2026-11-30T04:32:02.2Z"),
+			want: want("2026-11-30T04:32:02.2Z", "900ms", "2026-11-30T04:32:02.205Z"),
 		},
 		{
 			name: "a restarted container's later started_at does not move running",
-			evs:  append(slices.Clone(base), runningAt("x/3", "04:32:09", "04:32:08"), runningAt("x/2", "04:32:02.5", "04:32:02")),
-			want: want("2026-11-30T04:32:02Z", "700ms", "2026-11-30T04:32:09Z"),
+			evs:  append(slices.Clone(base), runningAt("x/3", "04:32:09", "04:32:08"), runningAt("x/2", "04:32:03.2", "04:32:02")),
+			want: want("2026-11-30T04:32:02Z", "700ms", "2026-11-30T04:32:09.005Z"),
 		},
 	})
 }
@@ -548,13 +612,10 @@ func TestBuildReady(t *testing.T) {
 				readyAt("x/3", "04:32:07.2", "True", "04:32:07"),
 			),
 			want: view{
-				Node: "gpu-node-1",
-				Milestones: map[string]string{
-					"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z",
-					"running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07Z",
-				},
-				Durations:     map[string]string{"pending": "1.3s", "start": "700ms", "model_load": "5s"},
-				ObservedUntil: "2026-11-30T04:32:16.4Z",
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02.5Z", "ready": "2026-11-30T04:32:07.2Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "1.2s", "model_load": "4.7s"},
+				ObservedUntil: "2026-11-30T04:32:16.405Z",
 				Censored:      []string{"first_success"},
 			},
 		},
@@ -562,13 +623,10 @@ func TestBuildReady(t *testing.T) {
 			name: "Ready without a transition time: the observation",
 			evs:  append(slices.Clone(base), readyAt("x/3", "04:32:07.2", "True", "")),
 			want: view{
-				Node: "gpu-node-1",
-				Milestones: map[string]string{
-					"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z",
-					"running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z",
-				},
-				Durations:     map[string]string{"pending": "1.3s", "start": "700ms", "model_load": "5.2s"},
-				ObservedUntil: "2026-11-30T04:32:07.2Z",
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02.5Z", "ready": "2026-11-30T04:32:07.2Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "1.2s", "model_load": "4.7s"},
+				ObservedUntil: "2026-11-30T04:32:07.205Z",
 				Censored:      []string{"first_success"},
 			},
 		},
@@ -581,13 +639,10 @@ func TestBuildReady(t *testing.T) {
 					[]events.ContainerStatus{container("model", 0, "04:32:01")}, cond("Ready", "True", "04:32:01"))},
 			},
 			want: view{
-				Node: "gpu-node-1",
-				Milestones: map[string]string{
-					"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z",
-					"running": "2026-11-30T04:32:01.3Z", "ready": "2026-11-30T04:32:01.3Z",
-				},
-				Durations:     map[string]string{"pending": "1.3s", "start": "0s", "model_load": "0s"},
-				ObservedUntil: "2026-11-30T04:32:01.9Z",
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:01.9Z", "ready": "2026-11-30T04:32:01.9Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "600ms", "model_load": "0s"},
+				ObservedUntil: "2026-11-30T04:32:01.905Z",
 				Censored:      []string{"first_success"},
 			},
 		},
@@ -613,17 +668,17 @@ func TestBuildRestarts(t *testing.T) {
 		{
 			name: "summed over containers: 1 + 2",
 			evs:  []ev{snap("x/1", "04:32:05", 1, 2)},
-			want: want(3, "2026-11-30T04:32:05Z"),
+			want: want(3, "2026-11-30T04:32:05.005Z"),
 		},
 		{
 			name: "a later snapshot with lower counts does not reduce it",
 			evs:  []ev{snap("x/1", "04:32:05", 1, 2), snap("x/2", "04:32:09", 0, 1)},
-			want: want(3, "2026-11-30T04:32:09Z"),
+			want: want(3, "2026-11-30T04:32:09.005Z"),
 		},
 		{
 			name: "the largest snapshot wins, not the sum over snapshots",
 			evs:  []ev{snap("x/1", "04:32:05", 1, 0), snap("x/2", "04:32:09", 1, 1)},
-			want: want(2, "2026-11-30T04:32:09Z"),
+			want: want(2, "2026-11-30T04:32:09.005Z"),
 		},
 	})
 }

@@ -56,12 +56,18 @@ type Facts struct {
 	ScopeKey      string
 	AliveAt       time.Time
 	UnobservedEnd time.Time
+	// LiveUntil is the latest heartbeat of a watch of the pod's scope that started no later
+	// than AliveAt: the pod, not seen to end, was still there then. Set by ApplyWatches, never
+	// merged.
+	LiveUntil time.Time
 
 	Created            time.Time // creation_timestamp, to the second
+	CreatedObserved    time.Time // earliest observation of a snapshot of the pod, µs
 	FirstUnschedulable time.Time // earliest FailedScheduling
 	ScheduledEvent     time.Time // the scheduler's Scheduled event, µs
 	ScheduledEventNode string    // node named by that event's note
 	ScheduledCond      time.Time // PodScheduled=True transition, to the second
+	ScheduledObserved  time.Time // earliest observation of PodScheduled=True, µs
 	StatusNode         string    // spec.nodeName from a snapshot
 	RunningStarted     time.Time // earliest container started_at while Running, to the second
 	RunningObserved    time.Time // earliest observation of phase Running, µs
@@ -76,6 +82,10 @@ type Facts struct {
 	Restarts      int // largest sum of container restart counts in one snapshot
 	Requests      int // requests served (one per distinct request event)
 	RequestErrors int
+	// PreReadyRequests and PreReadyErrors count the requests (and failed ones) sent while the
+	// pod was not Ready: they shape time to first success, not the served error rate.
+	PreReadyRequests int
+	PreReadyErrors   int
 	// Latency is the histogram of successful requests' latencies (see LatencyBucket).
 	Latency map[int32]int64
 	// GPUUtil holds GPU seconds at each whole utilisation percent; GPUFBSeconds the framebuffer
@@ -122,11 +132,18 @@ func FactsOf(env *events.Envelope, keys events.LabelKeys) (Facts, bool) {
 		f.addPodStatus(env, p)
 	case *events.Request:
 		f.Requests = 1
+		served := p.Served()
+		if !served {
+			f.PreReadyRequests = 1
+		}
 		if p.OK {
 			f.FirstSuccess = env.OccurredAt
 			f.Latency = map[int32]int64{LatencyBucket(p.LatencyMS): 1}
 		} else {
 			f.RequestErrors = 1
+			if !served {
+				f.PreReadyErrors = 1
+			}
 		}
 	case *events.GPUSample:
 		f.addGPUSample(p)
@@ -169,10 +186,12 @@ func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 	}
 	if p.CreationTimestamp != nil {
 		f.Created = us(*p.CreationTimestamp)
+		f.CreatedObserved = at
 	}
 	f.StatusNode = p.NodeName
 	if c := p.Condition("PodScheduled"); c != nil && c.Status == "True" && c.LastTransitionTime != nil {
 		f.ScheduledCond = us(*c.LastTransitionTime)
+		f.ScheduledObserved = at
 	}
 	if p.Phase == events.PhaseRunning {
 		f.RunningObserved = at
@@ -231,11 +250,13 @@ func (f *Facts) Merge(o Facts) {
 	f.ScopeKey = minString(f.ScopeKey, o.ScopeKey)
 	f.AliveAt = maxTime(f.AliveAt, o.AliveAt)
 	f.Created = minTime(f.Created, o.Created)
+	f.CreatedObserved = minTime(f.CreatedObserved, o.CreatedObserved)
 	f.FirstUnschedulable = minTime(f.FirstUnschedulable, o.FirstUnschedulable)
 	if earlierNode(o.ScheduledEvent, o.ScheduledEventNode, f.ScheduledEvent, f.ScheduledEventNode) {
 		f.ScheduledEvent, f.ScheduledEventNode = o.ScheduledEvent, o.ScheduledEventNode
 	}
 	f.ScheduledCond = minTime(f.ScheduledCond, o.ScheduledCond)
+	f.ScheduledObserved = minTime(f.ScheduledObserved, o.ScheduledObserved)
 	f.StatusNode = minString(f.StatusNode, o.StatusNode)
 	f.RunningStarted = minTime(f.RunningStarted, o.RunningStarted)
 	f.RunningObserved = minTime(f.RunningObserved, o.RunningObserved)
@@ -248,6 +269,8 @@ func (f *Facts) Merge(o Facts) {
 	f.Restarts = max(f.Restarts, o.Restarts)
 	f.Requests += o.Requests
 	f.RequestErrors += o.RequestErrors
+	f.PreReadyRequests += o.PreReadyRequests
+	f.PreReadyErrors += o.PreReadyErrors
 	for b, n := range o.Latency {
 		if f.Latency == nil {
 			f.Latency = map[int32]int64{}
@@ -310,6 +333,37 @@ func (f *Facts) ApplyInventories(invs []Inventory) {
 	for _, inv := range invs {
 		if inv.Cluster == f.Cluster && inv.ScopeKey == f.ScopeKey && !inv.UIDs[uid] && inv.ListedAt.After(f.AliveAt) {
 			f.UnobservedEnd = minTime(f.UnobservedEnd, inv.ListedAt)
+		}
+	}
+}
+
+// Watch is a heartbeat of a collector's watch of one scope: live from Since to Until.
+type Watch struct {
+	Cluster, ScopeKey string
+	Since, Until      time.Time
+}
+
+// WatchOf reads a heartbeat envelope; false for other kinds.
+func WatchOf(env *events.Envelope) (Watch, bool) {
+	p, ok := env.Payload.(*events.Heartbeat)
+	if !ok {
+		return Watch{}, false
+	}
+	return Watch{Cluster: env.Cluster, ScopeKey: p.Scope.Key(), Since: us(p.Since), Until: us(env.OccurredAt)}, true
+}
+
+// ApplyWatches extends what is known of a pod that has not ended: a watch of its cluster and
+// scope that was live from Since (at most AliveAt: the pod was known alive within the watch) to
+// Until would have seen it end, so it was still there at Until. It must follow ApplyInventories,
+// which settles AliveAt. The rule reads only the heartbeats, so it does not depend on their order.
+func (f *Facts) ApplyWatches(ws []Watch) {
+	f.LiveUntil = time.Time{}
+	if f.ScopeKey == "" || !f.EndedAt.IsZero() || f.AliveAt.IsZero() {
+		return
+	}
+	for _, w := range ws {
+		if w.Cluster == f.Cluster && w.ScopeKey == f.ScopeKey && !w.Since.After(f.AliveAt) {
+			f.LiveUntil = maxTime(f.LiveUntil, w.Until)
 		}
 	}
 }

@@ -115,6 +115,7 @@ func TestMergeGroupings(t *testing.T) {
 			// Build and the store merge each distinct event once. Everything else is idempotent.
 			if name == "merged with self" {
 				got.Requests, got.RequestErrors = inOrder.Requests, inOrder.RequestErrors
+				got.PreReadyRequests, got.PreReadyErrors = inOrder.PreReadyRequests, inOrder.PreReadyErrors
 				got.Latency, got.GPUUtil, got.GPUFBSeconds = inOrder.Latency, inOrder.GPUUtil, inOrder.GPUFBSeconds
 			}
 			if diff := cmp.Diff(inOrder, got); diff != "" {
@@ -123,6 +124,7 @@ func TestMergeGroupings(t *testing.T) {
 		}
 		tl, _ := align.Build(uid, envs, events.DefaultLabelKeys)
 		inOrder.ApplyInventories(inventories(envs))
+		inOrder.ApplyWatches(watches(envs))
 		if diff := cmp.Diff(tl.Summary, align.Derive(inOrder)); diff != "" {
 			t.Errorf("pod %s: Derive(merged facts) differs from Build (-build +derive):\n%s", uid, diff)
 		}

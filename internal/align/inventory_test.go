@@ -26,15 +26,22 @@ func inventory(scope events.Scope, uids ...string) *events.Inventory {
 	return &events.Inventory{Scope: scope, PodUIDs: append([]string{}, uids...)}
 }
 
+// heartbeat says a watch of scope was live since then (the envelope's time is its end).
+func heartbeat(scope events.Scope, since string) *events.Heartbeat {
+	return &events.Heartbeat{Scope: scope, Since: tm(since)}
+}
+
 func TestBuildInventory(t *testing.T) {
 	seen := ev{"x/1", podX, "04:32:02", "gpu-node-1", inScope(labScope)}
-	unobserved := func(ended string) view {
+	// The end lies in (observed_until, ended]: observed_until is the last time the pod was
+	// known alive (its snapshot seen at 02.005, or a list that named it).
+	unobserved := func(ended, until string) view {
 		return view{
 			Node:          "gpu-node-1",
 			Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": ended},
 			EndedReason:   "deleted_unobserved",
 			Durations:     map[string]string{},
-			ObservedUntil: "2026-11-30T04:32:02Z",
+			ObservedUntil: until,
 			Censored:      []string{"scheduled", "ready", "first_success"},
 		}
 	}
@@ -42,8 +49,13 @@ func TestBuildInventory(t *testing.T) {
 		Node:          "gpu-node-1",
 		Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z"},
 		Durations:     map[string]string{},
-		ObservedUntil: "2026-11-30T04:32:02Z",
+		ObservedUntil: "2026-11-30T04:32:02.005Z",
 		Censored:      []string{"scheduled", "ready", "first_success"},
+	}
+	aliveUntil := func(until string) view {
+		v := alive
+		v.ObservedUntil = until
+		return v
 	}
 	cases := []struct {
 		name string
@@ -53,21 +65,21 @@ func TestBuildInventory(t *testing.T) {
 		{
 			name: "a list after the pod was last seen that does not name it ends it, bounded by the sighting",
 			evs:  []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
-			want: unobserved("2026-11-30T04:40:00Z"),
+			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "the earliest such list bounds the end",
 			evs: []ev{seen,
 				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)},
 				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
-			want: unobserved("2026-11-30T04:40:00Z"),
+			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "a list that names the pod proves it alive until then",
 			evs: []ev{seen,
 				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidX)},
 				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)}},
-			want: unobserved("2026-11-30T04:50:00Z"),
+			want: unobserved("2026-11-30T04:50:00Z", "2026-11-30T04:40:00Z"),
 		},
 		{
 			name: "a list that started before the pod was seen says nothing about it",
@@ -83,12 +95,62 @@ func TestBuildInventory(t *testing.T) {
 			name: "the same scope named in another order is the same scope",
 			evs: []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(events.Scope{
 				Namespaces: []string{"ai-lab", "ai-lab"}, Selector: labScope.Selector})}},
-			want: unobserved("2026-11-30T04:40:00Z"),
+			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "an observed deletion wins over an unobserved one",
 			evs: []ev{seen,
 				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
+				{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
+					p := inScope(labScope)
+					p.Deleted = true
+					return p
+				}()}},
+			want: view{
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:35:00Z"},
+				EndedReason:   "deleted",
+				Durations:     map[string]string{},
+				ObservedUntil: "2026-11-30T04:35:00Z",
+				Censored:      []string{"scheduled", "ready", "first_success"},
+			},
+		},
+		{
+			name: "a heartbeat of a watch live since before the pod was last seen extends its observation",
+			evs: []ev{seen,
+				{"hb/1", events.PodRef{}, "04:33:00", "", heartbeat(labScope, "04:31:00")},
+				{"hb/2", events.PodRef{}, "04:35:00", "", heartbeat(labScope, "04:31:00")}},
+			want: aliveUntil("2026-11-30T04:35:00Z"),
+		},
+		{
+			name: "a watch that began after the pod was last known alive says nothing about it",
+			evs:  []ev{seen, {"hb/1", events.PodRef{}, "04:35:00", "", heartbeat(labScope, "04:34:00")}},
+			want: alive,
+		},
+		{
+			name: "a watch that began with a list naming the pod extends it",
+			evs: []ev{seen,
+				{"inv/1", events.PodRef{}, "04:34:00", "", inventory(labScope, uidX)},
+				{"hb/1", events.PodRef{}, "04:36:00", "", heartbeat(labScope, "04:34:00")}},
+			want: aliveUntil("2026-11-30T04:36:00Z"),
+		},
+		{
+			name: "a heartbeat of another scope says nothing about it",
+			evs:  []ev{seen, {"hb/1", events.PodRef{}, "04:35:00", "", heartbeat(otherScope, "04:31:00")}},
+			want: alive,
+		},
+		{
+			name: "a heartbeat at or after the list that missed the pod does not extend it",
+			evs: []ev{seen,
+				{"hb/1", events.PodRef{}, "04:33:00", "", heartbeat(labScope, "04:31:00")},
+				{"hb/2", events.PodRef{}, "04:45:00", "", heartbeat(labScope, "04:31:00")},
+				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)}},
+			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
+		},
+		{
+			name: "a heartbeat does not extend a pod seen to end",
+			evs: []ev{seen,
+				{"hb/1", events.PodRef{}, "04:45:00", "", heartbeat(labScope, "04:31:00")},
 				{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
 					p := inScope(labScope)
 					p.Deleted = true

@@ -29,9 +29,9 @@ func LatencyBucket(ms float64) int32 {
 	return int32(math.Ceil(math.Log(ms) / math.Log(latencyGamma)))
 }
 
-// latencyOf is the value a bucket stands for: the point whose relative distance to both ends
+// LatencyOf is the value a bucket stands for: the point whose relative distance to both ends
 // is smallest.
-func latencyOf(bucket int32) float64 {
+func LatencyOf(bucket int32) float64 {
 	return 2 * math.Pow(latencyGamma, float64(bucket)) / (latencyGamma + 1)
 }
 
@@ -50,10 +50,10 @@ func LatencyQuantile(hist map[int32]int64, q float64) (float64, bool) {
 	for _, b := range buckets {
 		seen += hist[b]
 		if float64(seen) > rank {
-			return latencyOf(b), true
+			return LatencyOf(b), true
 		}
 	}
-	return latencyOf(buckets[len(buckets)-1]), true // not reached: seen ends at n > rank
+	return LatencyOf(buckets[len(buckets)-1]), true // not reached: seen ends at n > rank
 }
 
 // GPU utilisation is kept per pod as seconds spent at each whole percent (0..100), weighted by
@@ -134,21 +134,29 @@ func SummarizeGPU(util map[int32]float64, fbSeconds, fbMax float64, idleThreshol
 
 // RequestSummary is what the requests a pod served say.
 type RequestSummary struct {
-	Count     int      `json:"count"`
-	Errors    int      `json:"errors"`
-	ErrorRate *float64 `json:"error_rate"`
+	Count  int `json:"count"`
+	Errors int `json:"errors"`
+	// PreReadyErrors are the failed requests sent before the pod was Ready; ErrorRate is the
+	// served error rate: failed / all among the requests sent while it was Ready (nil when none
+	// was).
+	PreReadyErrors int      `json:"pre_ready_errors"`
+	ErrorRate      *float64 `json:"error_rate"`
 	// LatencyMS holds quantiles of successful requests, within RelativeError of the truth.
 	LatencyMS     map[string]float64 `json:"latency_ms"`
 	RelativeError float64            `json:"relative_error"`
 }
 
-// SummarizeRequests derives the request summary (nil when the pod served none).
-func SummarizeRequests(count, errs int, hist map[int32]int64) *RequestSummary {
-	if count == 0 {
+// SummarizeRequests derives the request summary from a pod's counts and latency histogram
+// (nil when the pod served none).
+func SummarizeRequests(c Counts, hist map[int32]int64) *RequestSummary {
+	if c.Requests == 0 {
 		return nil
 	}
-	rate := float64(errs) / float64(count)
-	r := &RequestSummary{Count: count, Errors: errs, ErrorRate: &rate, LatencyMS: map[string]float64{}, RelativeError: LatencyRelativeError}
+	r := &RequestSummary{Count: c.Requests, Errors: c.RequestErrors, PreReadyErrors: c.PreReadyErrors, LatencyMS: map[string]float64{}, RelativeError: LatencyRelativeError}
+	if served := c.Requests - c.PreReadyRequests; served > 0 {
+		rate := float64(c.RequestErrors-c.PreReadyErrors) / float64(served)
+		r.ErrorRate = &rate
+	}
 	for name, q := range map[string]float64{"p50": 0.5, "p95": 0.95, "p99": 0.99} {
 		if v, ok := LatencyQuantile(hist, q); ok {
 			r.LatencyMS[name] = v

@@ -29,8 +29,10 @@ type Summary struct {
 	PreemptedBy *string        `json:"preempted_by"`
 	Durations   Durations      `json:"durations"`
 	Counts      Counts         `json:"counts"`
-	// ObservedUntil is when observation of the pod ends: its end, else the last event about it.
-	// Milestones not reached by then are listed in Censored (the pod is kept, not dropped).
+	// ObservedUntil is when observation of the pod ends: its end; else the last time it was known
+	// to exist — its last event, an inventory that listed it, or a heartbeat of a live watch of
+	// its scope. Milestones not reached by then are listed in Censored (the pod is kept, not
+	// dropped).
 	ObservedUntil *time.Time `json:"observed_until"`
 	Censored      []string   `json:"censored"`
 	// Requests and GPU summarise the requests the pod served and its GPU samples; nil without.
@@ -84,6 +86,10 @@ type Counts struct {
 	Restarts         int `json:"restarts"`
 	Requests         int `json:"requests"`
 	RequestErrors    int `json:"request_errors"`
+	// PreReadyRequests and PreReadyErrors are the requests (and failed ones) among Requests
+	// sent while the pod was not Ready.
+	PreReadyRequests int `json:"pre_ready_requests"`
+	PreReadyErrors   int `json:"pre_ready_errors"`
 }
 
 // Event is one entry of a timeline's event list.
@@ -102,7 +108,8 @@ func Listed(kind events.Kind) bool {
 }
 
 // Build computes a pod's timeline from all events about it, in any order, duplicates allowed.
-// Events about other pods are ignored; inventories among envs may end the pod (ApplyInventories). ok is false when no event is about uid.
+// Events about other pods are ignored; inventories among envs may end the pod (ApplyInventories)
+// and heartbeats extend its observation (ApplyWatches). ok is false when no event is about uid.
 func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timeline, ok bool) {
 	if uid == "" {
 		return Timeline{}, false
@@ -111,9 +118,14 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	seen := map[string]bool{}
 	var list []Event
 	var invs []Inventory
+	var watches []Watch
 	for _, env := range envs {
 		if inv, ok := InventoryOf(env); ok {
 			invs = append(invs, inv)
+			continue
+		}
+		if w, ok := WatchOf(env); ok {
+			watches = append(watches, w)
 			continue
 		}
 		if env.PodUID() != uid || seen[env.ID] {
@@ -130,6 +142,7 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 		return Timeline{}, false
 	}
 	f.ApplyInventories(invs)
+	f.ApplyWatches(watches)
 	SortEvents(list)
 	tl = Timeline{Summary: Derive(f), Interruptions: []Window{}, Events: list}
 	if f.Experiment.Name != "" && f.Experiment.Run != "" {
@@ -156,11 +169,13 @@ func SortEvents(list []Event) {
 //
 // Precision: Kubernetes keeps condition transitions, container start times and creation
 // timestamps to the second, while events and observations carry microseconds. A second-precision
-// time t means "somewhere in [t, t+1s)". When the milestone before it (µs) falls inside that
-// second, the milestone is placed at that earlier milestone — the earliest instant consistent with
-// both — so durations never turn negative from truncation and no precision is invented. A
-// milestone also never lies after the moment it was first observed. Larger disagreements (clock
-// skew) are reported as they are.
+// time t means "somewhere in [t, t+1s)". When the collector saw the change live — its first
+// observation falls inside that second — the milestone is placed at the first observation (the
+// watch delivers changes within milliseconds). Otherwise, when the milestone before it (µs) falls
+// inside the second, it is placed at that earlier milestone — the earliest instant consistent with
+// both — so durations never turn negative from truncation; else it stays at t. A milestone also
+// never lies after the moment it was first observed. Larger disagreements (clock skew) are
+// reported as they are.
 func Derive(f Facts) Summary {
 	tl := Summary{
 		Pod:         PodInfo{Namespace: f.Namespace, Name: f.Name, UID: f.UID},
@@ -171,12 +186,15 @@ func Derive(f Facts) Summary {
 			Restarts:         f.Restarts,
 			Requests:         f.Requests,
 			RequestErrors:    f.RequestErrors,
+			PreReadyRequests: f.PreReadyRequests,
+			PreReadyErrors:   f.PreReadyErrors,
 		},
 	}
-	created := f.Created
+	// The scheduler's events about the pod are observations of it too.
+	created := seenLive(f.Created, minTime(minTime(f.CreatedObserved, f.ScheduledEvent), f.FirstUnschedulable))
 	scheduled := f.ScheduledEvent
 	if scheduled.IsZero() {
-		scheduled = clampUp(f.ScheduledCond, maxTime(created, f.FirstUnschedulable))
+		scheduled = clampUp(seenLive(f.ScheduledCond, f.ScheduledObserved), maxTime(created, f.FirstUnschedulable))
 	}
 	running := coarseOrObserved(f.RunningStarted, f.RunningObserved, maxTime(created, scheduled))
 	ready := coarseOrObserved(f.ReadyCond, f.ReadyObserved, maxTime(maxTime(created, scheduled), running))
@@ -194,8 +212,10 @@ func Derive(f Facts) Summary {
 	m.Running = timePtr(running)
 	m.Ready = timePtr(ready)
 	m.FirstSuccess = timePtr(f.FirstSuccess)
-	// A pod that ended unobserved keeps its last event as observed_until: its end lies in
-	// (observed_until, ended].
+	// A pod that has not ended was there at its last event, at the last inventory that listed it
+	// and at the last heartbeat of a live watch of its scope. One that ended unobserved keeps the
+	// last of these before the inventory that missed it: its end lies in (observed_until, ended].
+	live := f.LiveUntil
 	until := f.EndedAt
 	switch {
 	case !f.EndedAt.IsZero():
@@ -204,13 +224,16 @@ func Derive(f Facts) Summary {
 	case !f.UnobservedEnd.IsZero():
 		m.Ended = timePtr(f.UnobservedEnd)
 		tl.EndedReason = strPtr(EndDeletedUnobserved)
-		until = f.LastSeen
+		if !live.Before(f.UnobservedEnd) {
+			live = time.Time{}
+		}
+		until = maxTime(maxTime(f.LastSeen, f.AliveAt), live)
 	default:
-		until = f.LastSeen
+		until = maxTime(maxTime(f.LastSeen, f.AliveAt), live)
 	}
 
 	tl.Durations = DurationsOf(tl.Milestones)
-	tl.Requests = SummarizeRequests(f.Requests, f.RequestErrors, f.Latency)
+	tl.Requests = SummarizeRequests(tl.Counts, f.Latency)
 	tl.GPU = SummarizeGPU(f.GPUUtil, f.GPUFBSeconds, f.GPUFBMax, IdleUtilThreshold)
 
 	tl.ObservedUntil = timePtr(until)
@@ -238,7 +261,16 @@ func coarseOrObserved(coarse, observed, prev time.Time) time.Time {
 	if coarse.IsZero() {
 		return observed
 	}
-	return minTime(clampUp(coarse, prev), observed)
+	return minTime(clampUp(seenLive(coarse, observed), prev), observed)
+}
+
+// seenLive places a second-precision time t at o, its first observation, when o falls inside t's
+// second: the collector saw the change live.
+func seenLive(t, o time.Time) time.Time {
+	if !t.IsZero() && !o.IsZero() && !o.Before(t) && o.Before(t.Add(time.Second)) {
+		return o
+	}
+	return t
 }
 
 // clampUp moves a second-precision time t up to prev when prev lies within t's second.

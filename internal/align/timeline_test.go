@@ -48,7 +48,7 @@ func TestBuildEnded(t *testing.T) {
 	ended := func(reason, by, at, until string) view {
 		return view{
 			Node:          "gpu-node-3",
-			Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": at},
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02.5Z", "ended": at},
 			EndedReason:   reason,
 			PreemptedBy:   by,
 			Durations:     map[string]string{},
@@ -89,9 +89,9 @@ func TestBuildEnded(t *testing.T) {
 			evs:  []ev{alive, {"x/2", podX, "04:32:10.02", "gpu-node-3", disruption()}},
 			want: view{
 				Node:          "gpu-node-3",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02.5Z"},
 				Durations:     map[string]string{},
-				ObservedUntil: "2026-11-30T04:32:10.02Z",
+				ObservedUntil: "2026-11-30T04:32:10.025Z",
 				Censored:      []string{"scheduled", "ready", "first_success"},
 			},
 		},
@@ -157,7 +157,7 @@ func TestBuildNeverScheduled(t *testing.T) {
 		t.Fatal("Build: ok = false for a pod that never scheduled; want the pod kept")
 	}
 	want := view{
-		Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
+		Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
 		Durations:     map[string]string{},
 		Counts:        align.Counts{FailedScheduling: 2},
 		ObservedUntil: "2026-11-30T04:32:05.05Z",
@@ -210,11 +210,11 @@ func TestBuildRecreatedPod(t *testing.T) {
 			View: view{
 				Node: "gpu-node-1",
 				Milestones: map[string]string{
-					"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z",
-					"running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:33:00Z",
+					"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z",
+					"running": "2026-11-30T04:32:02.5Z", "ended": "2026-11-30T04:33:00Z",
 				},
 				EndedReason:   "deleted",
-				Durations:     map[string]string{"pending": "1.3s", "start": "700ms"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "1.2s"},
 				Counts:        align.Counts{Restarts: 4},
 				ObservedUntil: "2026-11-30T04:33:00Z",
 				Censored:      []string{"ready", "first_success"},
@@ -225,12 +225,12 @@ func TestBuildRecreatedPod(t *testing.T) {
 			View: view{
 				Node: "gpu-node-2",
 				Milestones: map[string]string{
-					"created": "2026-11-30T04:33:00Z", "first_unschedulable": "2026-11-30T04:33:00.05Z",
-					"scheduled": "2026-11-30T04:33:02.5Z", "running": "2026-11-30T04:33:04Z",
+					"created": "2026-11-30T04:33:00.02Z", "first_unschedulable": "2026-11-30T04:33:00.05Z",
+					"scheduled": "2026-11-30T04:33:02.5Z", "running": "2026-11-30T04:33:04.5Z",
 				},
-				Durations:     map[string]string{"pending": "2.5s", "start": "1.5s"},
+				Durations:     map[string]string{"pending": "2.48s", "start": "2s"},
 				Counts:        align.Counts{FailedScheduling: 1},
-				ObservedUntil: "2026-11-30T04:33:04.5Z",
+				ObservedUntil: "2026-11-30T04:33:04.505Z",
 				Censored:      []string{"ready", "first_success"},
 			},
 			IDs: []string{"y/1", "e9/1", "sched-y", "y/2"},
@@ -250,18 +250,38 @@ func TestBuildRecreatedPod(t *testing.T) {
 }
 
 func TestBuildRequests(t *testing.T) {
-	// Created at 00, scheduled at 01.3, running from 02, ready from 07.
+	// Created at 00 (seen live at 00.01), scheduled at 01.3, running from 02, ready from 07
+	// (seen live at 07.2).
 	base := []ev{
 		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
 		{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
 		{"x/2", podX, "04:32:07.2", "gpu-node-1", running("04:32:00", "gpu-node-1",
 			[]events.ContainerStatus{container("model", 0, "04:32:02")}, cond("Ready", "True", "04:32:07"))},
 	}
-	milestones := map[string]string{
-		"created": "2026-11-30T04:32:00Z", "scheduled": "2026-11-30T04:32:01.3Z",
-		"running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07Z",
+	sent := func(ok, ready bool) *events.Request {
+		r := request(ok)
+		r.PodReady = &ready
+		return r
 	}
 	runViewCases(t, []viewCase{
+		{
+			name: "requests the prober sent before Ready count apart from the served ones",
+			evs: append(slices.Clone(base),
+				ev{"probe/1", podX, "04:32:03", "", sent(false, false)},
+				ev{"probe/2", podX, "04:32:05", "", sent(false, false)},
+				ev{"probe/3", podX, "04:32:06.9", "", sent(true, false)},
+				ev{"probe/4", podX, "04:32:07.5", "", sent(true, true)},
+				ev{"probe/5", podX, "04:32:08", "", sent(false, true)},
+			),
+			want: view{
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z", "first_success": "2026-11-30T04:32:06.9Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s", "ready_to_first_success": "-300ms", "total": "6.89s"},
+				Counts:        align.Counts{Requests: 5, RequestErrors: 3, PreReadyRequests: 3, PreReadyErrors: 2},
+				ObservedUntil: "2026-11-30T04:32:08Z",
+				Censored:      []string{},
+			},
+		},
 		{
 			name: "first_success is the earliest ok request, delivered last; duplicates count once",
 			evs: append(slices.Clone(base),
@@ -272,12 +292,9 @@ func TestBuildRequests(t *testing.T) {
 				ev{"probe/2", podX, "04:32:07.5", "", request(true)},
 			),
 			want: view{
-				Node:       "gpu-node-1",
-				Milestones: mapWith(milestones, "first_success", "2026-11-30T04:32:07.5Z"),
-				Durations: map[string]string{
-					"pending": "1.3s", "start": "700ms", "model_load": "5s",
-					"ready_to_first_success": "500ms", "total": "7.5s",
-				},
+				Node:          "gpu-node-1",
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z", "first_success": "2026-11-30T04:32:07.5Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s", "ready_to_first_success": "300ms", "total": "7.49s"},
 				Counts:        align.Counts{Requests: 4, RequestErrors: 2},
 				ObservedUntil: "2026-11-30T04:32:09Z",
 				Censored:      []string{},
@@ -291,8 +308,8 @@ func TestBuildRequests(t *testing.T) {
 			),
 			want: view{
 				Node:          "gpu-node-1",
-				Milestones:    milestones,
-				Durations:     map[string]string{"pending": "1.3s", "start": "700ms", "model_load": "5s"},
+				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z"},
+				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s"},
 				Counts:        align.Counts{Requests: 2, RequestErrors: 2},
 				ObservedUntil: "2026-11-30T04:32:08Z",
 				Censored:      []string{"first_success"},

@@ -224,3 +224,6 @@ func problem(w http.ResponseWriter, status int, title, detail string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
 }
+
+// OpenAPIDocument returns the OpenAPI 3 document the api serves at /openapi.json.
+func OpenAPIDocument() []byte { return openAPI }

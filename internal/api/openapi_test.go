@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/compare"
 )
 
 // The OpenAPI document lists exactly the routes the router serves, method by method.
@@ -74,5 +75,37 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	slices.Sort(documented)
 	if diff := cmp.Diff(served, documented); diff != "" {
 		t.Errorf("routes (-served +documented):\n%s", diff)
+	}
+}
+
+// The verdicts, roles and variance sources the OpenAPI document lists are exactly the ones the
+// comparison produces.
+func TestOpenAPIComparisonEnums(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Components.Schemas
+	for _, c := range []struct {
+		schema, field string
+		want          []string
+	}{
+		{"ArmResult", "verdict", []string{compare.Improvement, compare.Regression, compare.TradeOff, compare.NoEffect, compare.InconclusiveArm, compare.InsufficientData}},
+		{"MetricResult", "verdict", []string{compare.Better, compare.Worse, compare.Equivalent, compare.Inconclusive, compare.Insufficient}},
+		{"MetricResult", "role", []string{compare.RolePrimary, compare.RoleGuardrail, compare.RoleSecondary}},
+		{"MetricResult", "variance_from", []string{compare.FromRuns, compare.FromPods, compare.Exact}},
+	} {
+		got := s[c.schema].Properties[c.field].Enum
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s.%s enum (-compare +openapi):\n%s", c.schema, c.field, diff)
+		}
 	}
 }

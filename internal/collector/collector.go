@@ -1,6 +1,6 @@
 // Package collector watches a Kubernetes cluster with client-go informers and publishes what
 // happens to the pods in its scope as schedlens envelopes (pod_status, k8s_event, node_status,
-// experiment, inventory), through a bounded, retrying publisher. The conversions are the pure
+// experiment, inventory, heartbeat), through a bounded, retrying publisher. The conversions are the pure
 // functions of package kube; this package owns the informers, scope, recovery and publishing.
 // See docs/collector.md for event series, relists, the event TTL and the id scheme.
 package collector
@@ -37,6 +37,9 @@ type Config struct {
 
 	Resync         time.Duration // informer resync period (0: none; relists still happen)
 	InventoryEvery time.Duration // inventory period besides the ones after lists (0: none)
+	// HeartbeatEvery is how often a heartbeat says each scope's watch is still live (0: none):
+	// it extends the observation of pods that are still there, Pending ones above all.
+	HeartbeatEvery time.Duration
 	// PendingTTL is how long an event about a pod not yet seen waits for that pod: the event
 	// and pod watches are separate streams, so a Scheduled event can arrive first.
 	PendingTTL time.Duration
@@ -55,7 +58,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Cluster: "default", Source: "collector", Labels: events.DefaultLabelKeys,
-		InventoryEvery: 5 * time.Minute, PendingTTL: 30 * time.Second, ForgetAfter: 2 * time.Hour,
+		InventoryEvery: 5 * time.Minute, HeartbeatEvery: 5 * time.Second, PendingTTL: 30 * time.Second, ForgetAfter: 2 * time.Hour,
 		Probe: DefaultProbeConfig(), DCGM: DefaultDCGMConfig(),
 	}
 }
@@ -91,6 +94,22 @@ type scopeWatch struct {
 	events     cache.SharedIndexInformer
 	configMaps cache.SharedIndexInformer
 	due        atomic.Bool // an inventory was asked for (a pod vanished in a relist)
+
+	// live is the watch session heartbeats speak for: since is the list time of the inventory
+	// it began with (zero while no session is live); after a watch error, brokenRV is the
+	// resource version the informer had, and a new session starts once it moves on.
+	liveMu   sync.Mutex
+	since    time.Time
+	broken   bool
+	brokenRV string
+}
+
+// watchFailed ends the scope's live session: until the informer has listed or watched again,
+// no heartbeat speaks for it.
+func (sw *scopeWatch) watchFailed() {
+	sw.liveMu.Lock()
+	defer sw.liveMu.Unlock()
+	sw.since, sw.broken, sw.brokenRV = time.Time{}, true, sw.pods.LastSyncResourceVersion()
 }
 
 type pendingEvent struct {
@@ -238,6 +257,12 @@ func (c *Collector) Run(ctx context.Context) error {
 		ns := scopeNamespace(sw)
 		pf := factory(informers.WithNamespace(ns), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Selector }))
 		sw.pods = pf.Core().V1().Pods().Informer()
+		if err := sw.pods.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			sw.watchFailed()
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		}); err != nil {
+			return fmt.Errorf("pod watch error handler: %w", err)
+		}
 		reg, err := sw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { c.onPod(sw, obj, false) },
 			UpdateFunc: func(_, obj any) { c.onPod(sw, obj, false) },
@@ -302,12 +327,24 @@ func (c *Collector) loop(ctx context.Context) error {
 		defer t.Stop()
 		periodic = t.C
 	}
+	var heartbeat <-chan time.Time
+	if c.cfg.HeartbeatEvery > 0 {
+		t := time.NewTicker(c.cfg.HeartbeatEvery)
+		defer t.Stop()
+		heartbeat = t.C
+	}
 	janitor := time.NewTicker(max(c.cfg.PendingTTL/4, 100*time.Millisecond))
 	defer janitor.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heartbeat:
+			for _, sw := range c.scopes {
+				if err := c.heartbeat(ctx, sw); err != nil {
+					return nil
+				}
+			}
 		case <-c.inventoryDue:
 			for _, sw := range c.scopes {
 				if sw.due.Swap(false) {
@@ -318,6 +355,9 @@ func (c *Collector) loop(ctx context.Context) error {
 			}
 		case <-periodic:
 			for _, sw := range c.scopes {
+				if sw.watchBroken() {
+					continue // its cache may be stale: the recovery starts a new session
+				}
 				if err := c.inventory(ctx, sw); err != nil {
 					return nil
 				}
@@ -478,11 +518,47 @@ func (c *Collector) askInventory(sw *scopeWatch) {
 	}
 }
 
+func (sw *scopeWatch) watchBroken() bool {
+	sw.liveMu.Lock()
+	defer sw.liveMu.Unlock()
+	return sw.broken
+}
+
+// heartbeat says sw's watch is still live, or, when a watch error ended its session and the
+// informer has since listed or watched again, starts a new session with an inventory.
+func (c *Collector) heartbeat(ctx context.Context, sw *scopeWatch) error {
+	sw.liveMu.Lock()
+	since, recovered := sw.since, sw.broken && sw.pods.LastSyncResourceVersion() != sw.brokenRV
+	sw.liveMu.Unlock()
+	if since.IsZero() {
+		if recovered {
+			return c.inventory(ctx, sw)
+		}
+		return nil
+	}
+	env, err := kube.HeartbeatEnvelope(since, c.meta(sw))
+	if err != nil {
+		c.convertError("heartbeat", sw.scope.Key(), err)
+		return nil
+	}
+	if err := c.pub.Put(ctx, env); err != nil {
+		return err
+	}
+	c.m.heartbeats.Inc()
+	return nil
+}
+
 // inventory publishes the UIDs of every pod in sw's informer cache. The time is taken before
 // the cache is read: a pod whose snapshot was published earlier is in the cache (the cache is
-// updated before handlers run) unless its deletion was published too.
+// updated before handlers run) unless its deletion was published too. The first inventory of a
+// watch session starts what its heartbeats speak for.
 func (c *Collector) inventory(ctx context.Context, sw *scopeWatch) error {
 	m := c.meta(sw)
+	sw.liveMu.Lock()
+	if sw.since.IsZero() {
+		sw.since, sw.broken = m.Observed, false
+	}
+	sw.liveMu.Unlock()
 	var uids []string
 	for _, obj := range sw.pods.GetStore().List() {
 		if pod, ok := obj.(*corev1.Pod); ok {

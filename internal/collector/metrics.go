@@ -15,6 +15,7 @@ type Metrics struct {
 	dropped         prometheus.Counter
 	resyncs         prometheus.Counter
 	inventories     prometheus.Counter
+	heartbeats      prometheus.Counter
 	convertErrors   *prometheus.CounterVec
 	unattributed    prometheus.Counter
 	probesActive    prometheus.Gauge
@@ -52,6 +53,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "schedlens_collector_inventories_total",
 			Help: "Inventories (lists of the pods in scope) published.",
 		}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "schedlens_collector_heartbeats_total",
+			Help: "Heartbeats (a scope's watch is still live) published.",
+		}),
 		convertErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "schedlens_collector_conversion_errors_total",
 			Help: "Kubernetes objects that could not be turned into an envelope, by kind.",
@@ -70,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"error"}),
 	}
 	reg.MustRegister(m.published, m.duplicates, m.publishFailures, m.buffered, m.dropped, m.resyncs,
-		m.inventories, m.convertErrors, m.unattributed, m.probesActive, m.probeResults)
+		m.inventories, m.heartbeats, m.convertErrors, m.unattributed, m.probesActive, m.probeResults)
 	for _, k := range events.Kinds {
 		m.published.WithLabelValues(string(k))
 	}

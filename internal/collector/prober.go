@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,60 @@ type Prober struct {
 type probe struct {
 	ip       string
 	attacker *vegeta.Attacker
+	ready    readiness
+}
+
+// readiness remembers when the collector saw a pod become Ready and stop being Ready, so each
+// result can say whether the pod was Ready when the request was sent (what a Service would have
+// routed to users).
+type readiness struct {
+	mu      sync.Mutex
+	changes []readyChange // in time order, the last few
+}
+
+type readyChange struct {
+	at    time.Time
+	ready bool
+}
+
+const keptReadyChanges = 16
+
+// set records the pod's readiness as seen at t.
+func (r *readiness) set(t time.Time, ready bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.changes); n > 0 && r.changes[n-1].ready == ready {
+		return
+	}
+	r.changes = append(r.changes, readyChange{at: t, ready: ready})
+	if len(r.changes) > keptReadyChanges {
+		r.changes = slices.Delete(r.changes, 0, len(r.changes)-keptReadyChanges)
+	}
+}
+
+// at reports whether the pod was Ready at t (false before anything was seen).
+func (r *readiness) at(t time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.changes) - 1; i >= 0; i-- {
+		if !r.changes[i].at.After(t) {
+			return r.changes[i].ready
+		}
+	}
+	return false
+}
+
+// servingReady is what a Service routes to: the pod Ready and not terminating.
+func servingReady(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // NewProber returns a prober publishing through pub; Start it before Observe.
@@ -84,6 +139,11 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *ProbeRequest) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.probes[pod.UID]
+	if cur != nil {
+		// Results still arriving from a stopped attack are matched against this too: a pod seen
+		// deleted or terminating serves no user.
+		cur.ready.set(time.Now(), live && servingReady(pod))
+	}
 	if cur != nil && (!live || cur.ip != pod.Status.PodIP) {
 		cur.attacker.Stop()
 		delete(p.probes, pod.UID)
@@ -105,7 +165,9 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *ProbeRequest) {
 		target.Header = map[string][]string{"Content-Type": {"application/json"}}
 	}
 	a := vegeta.NewAttacker(vegeta.Timeout(p.cfg.Timeout), vegeta.Workers(2), vegeta.KeepAlive(true), vegeta.Redirects(0))
-	p.probes[pod.UID] = &probe{ip: pod.Status.PodIP, attacker: a}
+	pr := &probe{ip: pod.Status.PodIP, attacker: a}
+	pr.ready.set(time.Now(), servingReady(pod))
+	p.probes[pod.UID] = pr
 	p.m.probesActive.Inc()
 	ref := events.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 	began := time.Now().UTC()
@@ -116,7 +178,7 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *ProbeRequest) {
 	go func() {
 		defer p.wg.Done()
 		for res := range results {
-			env, err := p.envelope(ref, pod.Spec.NodeName, began, res)
+			env, err := p.envelope(ref, pod.Spec.NodeName, began, res, pr.ready.at(res.Timestamp))
 			if err != nil {
 				p.logger.Warn("probe result", "pod", ref.Namespace+"/"+ref.Name, "error", err)
 				continue
@@ -143,11 +205,11 @@ func (p *Prober) Stop() {
 
 // envelope turns one attempt into a request envelope. The id is deterministic per prober
 // attack: pod, attack start and sequence number.
-func (p *Prober) envelope(pod events.PodRef, node string, began time.Time, res *vegeta.Result) (*events.Envelope, error) {
+func (p *Prober) envelope(pod events.PodRef, node string, began time.Time, res *vegeta.Result, ready bool) (*events.Envelope, error) {
 	class := errorClass(res)
 	data := &events.Request{
 		Target: res.URL, Status: int(res.Code), OK: class == "", LatencyMS: float64(res.Latency) / float64(time.Millisecond),
-		BytesOut: int64(res.BytesOut), BytesIn: int64(res.BytesIn), Method: res.Method, Error: class,
+		BytesOut: int64(res.BytesOut), BytesIn: int64(res.BytesIn), Method: res.Method, Error: class, PodReady: &ready,
 	}
 	env := &events.Envelope{
 		V: events.Version, Kind: events.KindRequest, Cluster: p.cluster, Source: p.source,

@@ -1,142 +1,278 @@
 package compare
 
 import (
-	"maps"
+	"math"
 	"slices"
-	"strings"
-
-	"gonum.org/v1/gonum/stat"
+	"time"
 
 	"github.com/schedlens/schedlens/internal/align"
 )
 
-// RunData is what one run of one arm left: its pods, the latency histogram of its successful
-// requests (merged exactly across its pods), the seconds its service was interrupted, and how
-// many pods of other arms its pods preempted.
-type RunData struct {
-	Pods              []align.Summary
+// PodData is what the comparison needs of one pod: its summary, the latency histogram of the
+// requests it served successfully, and how many pods (of any arm) it preempted.
+type PodData struct {
+	Summary           align.Summary
 	Latency           map[int32]int64
-	InterruptionS     float64
 	PreemptionsCaused int
 }
 
-// RunMetrics computes the metrics of one run of one arm. A pod that never scheduled counts in
-// the pending quantiles with the time it was observed waiting (a lower bound: censored, not
-// dropped). Metrics a run has no data for are left out.
-func RunMetrics(r RunData) map[string]float64 {
-	out := map[string]float64{}
-	var pending, start, load, ttfs []float64
-	var never, preempted, restarts, requests, errors int
-	var gpuSeconds, gpuWeighted, gpuIdle float64
+// RunData is what one run of one arm left: its pods and the seconds its service was
+// interrupted (a property of the run as a whole, not of a pod).
+type RunData struct {
+	Pods          []PodData
+	InterruptionS float64
+}
+
+// FirstCreated is the creation time of the run's first pod (zero when none says).
+func (r RunData) FirstCreated() time.Time {
+	var first time.Time
 	for _, p := range r.Pods {
-		m := p.Milestones
-		switch {
-		case p.Durations.Pending != nil:
-			pending = append(pending, *p.Durations.Pending)
-		case m.Created != nil && p.ObservedUntil != nil:
-			never++
-			pending = append(pending, p.ObservedUntil.Sub(*m.Created).Seconds())
-		}
-		if p.Durations.Start != nil {
-			start = append(start, *p.Durations.Start)
-		}
-		if p.Durations.ModelLoad != nil {
-			load = append(load, *p.Durations.ModelLoad)
-		}
-		if p.Durations.Total != nil {
-			ttfs = append(ttfs, *p.Durations.Total)
-		}
-		if p.EndedReason != nil && *p.EndedReason == align.EndPreempted {
-			preempted++
-		}
-		restarts += p.Counts.Restarts
-		requests += p.Counts.Requests
-		errors += p.Counts.RequestErrors
-		if g := p.GPU; g != nil {
-			gpuSeconds += g.Seconds
-			gpuWeighted += g.UtilMean * g.Seconds
-			gpuIdle += g.IdleSeconds
+		if c := p.Summary.Milestones.Created; c != nil && (first.IsZero() || c.Before(first)) {
+			first = *c
 		}
 	}
-	if len(r.Pods) == 0 {
-		return out
-	}
-	q := func(name string, xs []float64, p float64) {
-		if len(xs) > 0 {
-			s := slices.Clone(xs)
-			slices.Sort(s)
-			out[name] = stat.Quantile(p, stat.Empirical, s, nil)
-		}
-	}
-	q("pending_p50_s", pending, 0.5)
-	q("pending_p95_s", pending, 0.95)
-	if len(pending) > 0 {
-		out["pending_max_s"] = slices.Max(pending)
-	}
-	out["never_scheduled"] = float64(never)
-	out["preemptions_suffered"] = float64(preempted)
-	out["preemptions_caused"] = float64(r.PreemptionsCaused)
-	q("start_p50_s", start, 0.5)
-	q("model_load_p50_s", load, 0.5)
-	q("time_to_first_success_p50_s", ttfs, 0.5)
-	q("time_to_first_success_p95_s", ttfs, 0.95)
-	for name, p := range map[string]float64{"latency_p50_ms": 0.5, "latency_p95_ms": 0.95, "latency_p99_ms": 0.99} {
-		if v, ok := align.LatencyQuantile(r.Latency, p); ok {
-			out[name] = v
-		}
-	}
-	if requests > 0 {
-		out["error_rate"] = float64(errors) / float64(requests)
-	}
-	out["restarts_per_pod"] = float64(restarts) / float64(len(r.Pods))
-	out["interruption_s"] = r.InterruptionS
-	if gpuSeconds > 0 {
-		out["gpu_util_mean_pct"] = gpuWeighted / gpuSeconds
-		out["gpu_idle_s"] = gpuIdle
-	}
-	return out
+	return first
 }
 
-// Thresholds reads an experiment definition's thresholds (e.g. p95_latency_ms: 800,
-// error_rate: 0.01) as upper limits on metrics: a key naming a metric, or
-// p<N>_latency_ms for latency_p<N>_ms, or <metric without _s>_ms for a metric in seconds.
-// Keys that name no metric are returned apart.
-func Thresholds(defs map[string]any) (out []Threshold, unknown []string) {
-	names := map[string]bool{}
-	for _, m := range Metrics {
-		names[m.Name] = true
-	}
-	for _, key := range slices.Sorted(maps.Keys(defs)) {
-		v, ok := number(defs[key])
-		if !ok {
-			unknown = append(unknown, key)
-			continue
-		}
-		metric := key
-		if strings.HasSuffix(key, "_latency_ms") && strings.HasPrefix(key, "p") {
-			metric = "latency_" + strings.TrimSuffix(key, "_latency_ms") + "_ms"
-		}
-		if !names[metric] && strings.HasSuffix(key, "_ms") && names[strings.TrimSuffix(key, "_ms")+"_s"] {
-			metric, v = strings.TrimSuffix(key, "_ms")+"_s", v/1000
-		}
-		if !names[metric] {
-			unknown = append(unknown, key)
-			continue
-		}
-		limit := v
-		out = append(out, Threshold{Name: key, Metric: metric, Max: &limit})
-	}
-	return out, unknown
+// podValues is a pod reduced to the numbers the metrics read (NaN where it has none).
+type podValues struct {
+	pending     float64 // created → scheduled, or → observed_until when never scheduled
+	hasPending  bool
+	scheduled   bool // pending is an event time (false: censored, a lower bound)
+	start, load float64
+	ttfs        float64
+	preempted   bool
+	caused      int
+	restarts    int
+	// served requests and errors (sent while the pod was Ready), and errors before Ready
+	served, servedErrors, preReadyErrors int
+	gpuSeconds, gpuWeighted, gpuIdle     float64
+	hasGPU                               bool
+	latency                              []int64 // counts aligned to the run's buckets; nil without
 }
 
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
+// runFrame holds one run's pods in the form the repeated (bootstrap) computation needs: latency
+// histograms aligned to the union of the run's buckets, so merging pods is adding vectors.
+type runFrame struct {
+	pods         []podValues
+	buckets      []int32
+	interruption float64
+}
+
+func newRunFrame(r RunData) *runFrame {
+	f := &runFrame{interruption: r.InterruptionS}
+	seen := map[int32]bool{}
+	for _, p := range r.Pods {
+		for b := range p.Latency {
+			if !seen[b] {
+				seen[b] = true
+				f.buckets = append(f.buckets, b)
+			}
+		}
 	}
-	return 0, false
+	slices.Sort(f.buckets)
+	pos := make(map[int32]int, len(f.buckets))
+	for i, b := range f.buckets {
+		pos[b] = i
+	}
+	for _, p := range r.Pods {
+		f.pods = append(f.pods, podValuesOf(p, pos, len(f.buckets)))
+	}
+	return f
+}
+
+func podValuesOf(p PodData, pos map[int32]int, nBuckets int) podValues {
+	s := p.Summary
+	d := s.Durations
+	v := podValues{start: nan, load: nan, ttfs: nan, caused: p.PreemptionsCaused, restarts: s.Counts.Restarts}
+	switch {
+	case d.Pending != nil:
+		v.pending, v.hasPending, v.scheduled = *d.Pending, true, true
+	case s.Milestones.Created != nil && s.ObservedUntil != nil:
+		v.pending, v.hasPending = max(s.ObservedUntil.Sub(*s.Milestones.Created).Seconds(), 0), true
+	}
+	if d.Start != nil {
+		v.start = *d.Start
+	}
+	if d.ModelLoad != nil {
+		v.load = *d.ModelLoad
+	}
+	if d.Total != nil {
+		v.ttfs = *d.Total
+	}
+	v.preempted = s.EndedReason != nil && *s.EndedReason == align.EndPreempted
+	c := s.Counts
+	v.served = c.Requests - c.PreReadyRequests
+	v.servedErrors = c.RequestErrors - c.PreReadyErrors
+	v.preReadyErrors = c.PreReadyErrors
+	if g := s.GPU; g != nil && g.Seconds > 0 {
+		v.hasGPU = true
+		v.gpuSeconds, v.gpuWeighted, v.gpuIdle = g.Seconds, g.UtilMean*g.Seconds, g.IdleSeconds
+	}
+	if len(p.Latency) > 0 {
+		v.latency = make([]int64, nBuckets)
+		for b, n := range p.Latency {
+			v.latency[pos[b]] += n
+		}
+	}
+	return v
+}
+
+var nan = math.NaN()
+
+// runScratch is reused across the computations of one goroutine.
+type runScratch struct {
+	times     []censoredTime
+	xs        []float64
+	ys        []float64
+	zs        []float64
+	histogram []int64
+}
+
+// metrics computes every metric of the run over the pods idx (a bootstrap resample, or all of
+// them): out[i] is Metrics[i]'s value, NaN when the run has no data for it; lower[i] says the
+// value is a lower bound (pending with censored pods). It returns how many of the pods were
+// censored for pending (never scheduled while observed).
+func (f *runFrame) metrics(idx []int, s *runScratch, out []float64, lower []bool) (censored int) {
+	for i := range out {
+		out[i], lower[i] = nan, false
+	}
+	if len(idx) == 0 {
+		return 0
+	}
+	s.times, s.xs, s.ys, s.zs = s.times[:0], s.xs[:0], s.ys[:0], s.zs[:0]
+	if cap(s.histogram) < len(f.buckets) {
+		s.histogram = make([]int64, len(f.buckets))
+	}
+	hist := s.histogram[:len(f.buckets)]
+	clear(hist)
+	var never, suffered, caused, restarts, served, servedErrs, preReady int
+	var gpuS, gpuW, gpuIdle float64
+	hasHist := false
+	for _, i := range idx {
+		p := &f.pods[i]
+		if p.hasPending {
+			s.times = append(s.times, censoredTime{t: p.pending, event: p.scheduled})
+			if !p.scheduled {
+				never++
+			}
+		}
+		if !math.IsNaN(p.start) {
+			s.xs = append(s.xs, p.start)
+		}
+		if !math.IsNaN(p.load) {
+			s.ys = append(s.ys, p.load)
+		}
+		if !math.IsNaN(p.ttfs) {
+			s.zs = append(s.zs, p.ttfs)
+		}
+		if p.preempted {
+			suffered++
+		}
+		caused += p.caused
+		restarts += p.restarts
+		served += p.served
+		servedErrs += p.servedErrors
+		preReady += p.preReadyErrors
+		if p.hasGPU {
+			gpuS, gpuW, gpuIdle = gpuS+p.gpuSeconds, gpuW+p.gpuWeighted, gpuIdle+p.gpuIdle
+		}
+		if p.latency != nil {
+			hasHist = true
+			for j, n := range p.latency {
+				hist[j] += n
+			}
+		}
+	}
+	if len(s.times) > 0 {
+		km := kaplanMeier(s.times)
+		out[iPendingP50], lower[iPendingP50] = km.quantile(0.5)
+		out[iPendingP95], lower[iPendingP95] = km.quantile(0.95)
+		out[iPendingMax], lower[iPendingMax] = km.max()
+	}
+	out[iNever] = float64(never)
+	out[iSuffered] = float64(suffered)
+	out[iCaused] = float64(caused)
+	out[iStart] = empiricalQuantile(s.xs, 0.5)
+	out[iLoad] = empiricalQuantile(s.ys, 0.5)
+	out[iTTFSP50] = empiricalQuantile(s.zs, 0.5)
+	out[iTTFSP95] = empiricalQuantile(s.zs, 0.95)
+	if hasHist {
+		out[iLatencyP50] = histQuantile(f.buckets, hist, 0.5)
+		out[iLatencyP95] = histQuantile(f.buckets, hist, 0.95)
+		out[iLatencyP99] = histQuantile(f.buckets, hist, 0.99)
+	}
+	if served > 0 {
+		out[iErrorRate] = float64(servedErrs) / float64(served)
+	}
+	out[iPreReady] = float64(preReady) / float64(len(idx))
+	out[iRestarts] = float64(restarts) / float64(len(idx))
+	out[iInterrupted] = f.interruption
+	if gpuS > 0 {
+		out[iGPUUtil] = gpuW / gpuS
+		out[iGPUIdle] = gpuIdle
+	}
+	return never
+}
+
+// empiricalQuantile is the smallest value whose empirical distribution reaches p (the inverse
+// of the empirical CDF, gonum's stat.Empirical); NaN for no values. xs is sorted in place.
+func empiricalQuantile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return nan
+	}
+	slices.Sort(xs)
+	n := float64(len(xs))
+	for i, x := range xs {
+		if float64(i+1)/n >= p {
+			return x
+		}
+	}
+	return xs[len(xs)-1]
+}
+
+// histQuantile reads quantile q of a latency histogram (counts aligned to ascending buckets) by
+// the rank rule of align.LatencyQuantile; NaN when it is empty.
+func histQuantile(buckets []int32, counts []int64, q float64) float64 {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return nan
+	}
+	rank := q * float64(n-1)
+	var seen int64
+	for i, c := range counts {
+		seen += c
+		if float64(seen) > rank {
+			return align.LatencyOf(buckets[i])
+		}
+	}
+	return align.LatencyOf(buckets[len(buckets)-1])
+}
+
+// RunMetrics computes the metrics of one run of one arm, by metric name, leaving out those the
+// run has no data for. Pending quantiles are Kaplan–Meier estimates over the run's pods (a pod
+// never scheduled is censored at the time it was observed waiting); names in lowerBound are
+// lower bounds because censored pods leave the quantile undetermined.
+func RunMetrics(r RunData) (values map[string]float64, lowerBound map[string]bool) {
+	f := newRunFrame(r)
+	idx := make([]int, len(f.pods))
+	for i := range idx {
+		idx[i] = i
+	}
+	out := make([]float64, len(Metrics))
+	lower := make([]bool, len(Metrics))
+	f.metrics(idx, &runScratch{}, out, lower)
+	values, lowerBound = map[string]float64{}, map[string]bool{}
+	for i, m := range Metrics {
+		if !math.IsNaN(out[i]) {
+			values[m.Name] = out[i]
+			if lower[i] {
+				lowerBound[m.Name] = true
+			}
+		}
+	}
+	return values, lowerBound
 }

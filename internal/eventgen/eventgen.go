@@ -49,6 +49,7 @@ func Generate(cfg Config) []*events.Envelope {
 	t := cfg.Start
 	g.experiment(t)
 	var vanished string
+	since := cfg.Start
 	for run := 1; run <= cfg.Runs; run++ {
 		for _, arm := range cfg.Arms {
 			for i := 1; i <= cfg.PodsPerArm; i++ {
@@ -62,8 +63,13 @@ func Generate(cfg Config) []*events.Envelope {
 		if cfg.Scope != nil {
 			if run == 2 {
 				g.life[vanished].gone = t.Add(-time.Second) // deleted, and no one saw it
+			} else {
+				// The collector watched the run live (it was down during the second one): its
+				// heartbeat says so since its last inventory.
+				g.heartbeat(since, t.Add(-500*time.Millisecond))
 			}
 			g.inventory(run, t)
+			since = t
 		}
 		if run == 1 {
 			vanished = oversized
@@ -101,6 +107,12 @@ func (g *gen) inventory(run int, t time.Time) {
 	}
 	g.emit(events.KindInventory, fmt.Sprintf("inventory/%s/eventgen/%d", g.cfg.Cluster, run), t, nil, "",
 		&events.Inventory{Scope: *g.cfg.Scope, PodUIDs: uids})
+}
+
+// heartbeat says the collector's watch was live from since to at.
+func (g *gen) heartbeat(since, at time.Time) {
+	g.emit(events.KindHeartbeat, fmt.Sprintf("heartbeat/%s/eventgen/%d", g.cfg.Cluster, at.UnixNano()), at, nil, "",
+		&events.Heartbeat{Scope: *g.cfg.Scope, Since: since.Truncate(time.Microsecond)})
 }
 
 type gen struct {
@@ -203,9 +215,9 @@ func (g *gen) k8sEvent(p *podState, at time.Time, reason, typ, action, note, eve
 	g.emit(events.KindK8sEvent, "k8s_event/"+eventUID+"/"+strconv.Itoa(max(count, 1)), at, &p.ref, p.node, e)
 }
 
-func (g *gen) request(p *podState, at time.Time, ok bool) {
+func (g *gen) request(p *podState, at time.Time, ok, ready bool) {
 	g.seq++
-	r := &events.Request{Target: "http://" + p.ip + ":8000/v2/models/resnet50/infer", OK: ok, BytesOut: 602112}
+	r := &events.Request{Target: "http://" + p.ip + ":8000/v2/models/resnet50/infer", OK: ok, BytesOut: 602112, PodReady: &ready}
 	if ok {
 		r.Status, r.LatencyMS, r.BytesIn = 200, 18+g.rng.Float64()*30, 4012
 	} else {
@@ -309,7 +321,7 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	step := end.Sub(running) / time.Duration(max(g.cfg.RequestsPerPod, 1))
 	for k := 0; k < g.cfg.RequestsPerPod; k++ {
 		at := running.Add(time.Duration(k)*step + g.ms(0, 20))
-		g.request(p, at, at.After(ready) && g.rng.IntN(50) != 0)
+		g.request(p, at, at.After(ready) && g.rng.IntN(50) != 0, at.After(ready))
 	}
 
 	// dcgm-exporter samples every 5 s: the GPU idles while the model loads, then serves.

@@ -163,6 +163,8 @@ func decodePayload(kind Kind, data json.RawMessage) (any, error) {
 		p = &Experiment{}
 	case KindInventory:
 		p = &Inventory{}
+	case KindHeartbeat:
+		p = &Heartbeat{}
 	}
 	if err := decodeFast(data, p, "data"); err != nil {
 		return nil, err
@@ -230,6 +232,9 @@ func (p *Experiment) validate() error {
 	if p.Name == "" {
 		return invalid("data.name", "missing")
 	}
+	if p.Alpha < 0 || p.Alpha >= 1 {
+		return invalid("data.alpha", "want a family-wise error rate in (0, 1), got %g", p.Alpha)
+	}
 	return nil
 }
 
@@ -241,6 +246,13 @@ func (p *Inventory) validate() error {
 		if !ValidUID(uid) {
 			return invalid(fmt.Sprintf("data.pod_uids[%d]", i), "%q is not a Kubernetes UID", uid)
 		}
+	}
+	return nil
+}
+
+func (p *Heartbeat) validate() error {
+	if p.Since.IsZero() {
+		return invalid("data.since", "missing")
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ var (
 	requestJSON          = fixture("request.json")
 	experimentJSON       = fixture("experiment.json")
 	inventoryJSON        = fixture("inventory.json")
+	heartbeatJSON        = fixture("heartbeat.json")
 )
 
 // fixture reads a message from testdata.
@@ -256,6 +257,19 @@ func TestDecodeValid(t *testing.T) {
 				},
 			},
 		},
+		{
+			name: "heartbeat of a live watch",
+			msg:  heartbeatJSON,
+			want: &events.Envelope{
+				V: 1, ID: "heartbeat/lab/collector/lab-0/5f1c0a9e/1796013305000000000", Kind: events.KindHeartbeat,
+				Cluster: "lab", Source: "collector/lab-0",
+				OccurredAt: at("2026-11-30T04:35:05Z"), ObservedAt: at("2026-11-30T04:35:05Z"),
+				Payload: &events.Heartbeat{
+					Scope: events.Scope{Namespaces: []string{"ai-lab"}, Selector: "schedlens.io/experiment"},
+					Since: at("2026-11-30T04:35:00Z"),
+				},
+			},
+		},
 	}
 	kinds := map[events.Kind]bool{}
 	for _, tt := range tests {
@@ -443,6 +457,9 @@ func TestDecodeInvalid(t *testing.T) {
 		{"inventory bad uid", mutate(inventoryJSON, edit{"data.pod_uids",
 			`["b1946ac9-2f0e-4d3b-8a3c-6f1d2e7a9c41","day20-control-1"]`}), "data.pod_uids[1]"},
 		{"inventory pod_uids an object", mutate(inventoryJSON, edit{"data.pod_uids", `{}`}), "data.pod_uids"},
+		// heartbeat data.
+		{"heartbeat without since", mutate(heartbeatJSON, edit{"data.since", absent}), "data.since"},
+		{"heartbeat since not a time", mutate(heartbeatJSON, edit{"data.since", `"yesterday"`}), "data.since"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,10 +25,13 @@ const (
 	KindRequest    Kind = "request"
 	KindExperiment Kind = "experiment"
 	KindInventory  Kind = "inventory"
+	// KindHeartbeat says a collector's watch of a scope was live over an interval: pods it
+	// knew alive and did not see end were still there (a schedlens addition beside the contract).
+	KindHeartbeat Kind = "heartbeat"
 )
 
 // Kinds lists every known kind in a stable order (for metrics and documentation).
-var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory}
+var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory, KindHeartbeat}
 
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {

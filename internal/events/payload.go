@@ -219,6 +219,9 @@ type NodeStatus struct {
 	Allocatable   map[string]string `json:"allocatable,omitempty"`
 	Capacity      map[string]string `json:"capacity,omitempty"`
 	Deleted       bool              `json:"deleted,omitempty"`
+	// KubeletVersion is status.nodeInfo.kubeletVersion (a schedlens addition): results are
+	// reported with the versions they were measured on.
+	KubeletVersion string `json:"kubelet_version,omitempty"`
 }
 
 // GPUSample is one scrape of one GPU (or MIG instance) from dcgm-exporter (gpu_sample).
@@ -248,7 +251,15 @@ type Request struct {
 	// pod that held that IP at occurred_at. Both are schedlens additions beside the contract.
 	Method string `json:"method,omitempty"`
 	PodIP  string `json:"pod_ip,omitempty"`
+	// PodReady says whether the pod was Ready (and not terminating) when the request was sent,
+	// as the collector's watch knew it — what a Service would route to users. The prober sets
+	// it; results without it (imports through a Service) count as served.
+	PodReady *bool `json:"pod_ready,omitempty"`
 }
+
+// Served reports whether the request counts towards the served error rate: sent while the pod
+// was Ready, or not known otherwise.
+func (r *Request) Served() bool { return r.PodReady == nil || *r.PodReady }
 
 // Inventory lists every pod in the collector's scope after a full list (inventory).
 // Its occurred_at is when the list was started: a pod last seen before then and not listed
@@ -256,6 +267,15 @@ type Request struct {
 type Inventory struct {
 	Scope   Scope    `json:"scope"`
 	PodUIDs []string `json:"pod_uids"`
+}
+
+// Heartbeat says a collector's watch of Scope was live from Since to the envelope's
+// occurred_at: every pod of the scope it knew alive at or after Since and did not see end was
+// still alive then (heartbeat). Since is the start of the list (the inventory) the watch began
+// with, or the time it recovered from a watch error.
+type Heartbeat struct {
+	Scope Scope     `json:"scope"`
+	Since time.Time `json:"since"`
 }
 
 // Experiment is an experiment definition, as in the experiment ConfigMap (experiment).
@@ -268,6 +288,11 @@ type Experiment struct {
 	Baseline   string         `json:"baseline,omitempty"`
 	Arms       any            `json:"arms,omitempty"`
 	Thresholds map[string]any `json:"thresholds,omitempty"`
+	// Margins are equivalence margins per metric or metric word (a number in the metric's unit,
+	// or "10%" of the baseline); Alpha the family-wise error rate of the verdicts (default 0.05).
+	// Both are schedlens additions.
+	Margins map[string]any `json:"margins,omitempty"`
+	Alpha   float64        `json:"alpha,omitempty"`
 	// Errors lists values of the definition that could not be parsed (kept raw in their field).
 	Errors []string `json:"errors,omitempty"`
 }

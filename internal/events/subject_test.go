@@ -19,6 +19,7 @@ func TestSubject(t *testing.T) {
 		events.KindRequest:    "schedlens.v1.lab.request",
 		events.KindExperiment: "schedlens.v1.lab.experiment",
 		events.KindInventory:  "schedlens.v1.lab.inventory",
+		events.KindHeartbeat:  "schedlens.v1.lab.heartbeat",
 	}
 	got := map[events.Kind]string{}
 	for _, k := range events.Kinds {

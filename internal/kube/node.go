@@ -12,10 +12,11 @@ import (
 // Ready condition is True), allocatable and capacity as canonical quantity strings.
 func NodeStatus(node *corev1.Node) events.NodeStatus {
 	ns := events.NodeStatus{
-		Labels:        cloneMap(node.Labels),
-		Unschedulable: node.Spec.Unschedulable,
-		Allocatable:   quantityStrings(node.Status.Allocatable),
-		Capacity:      quantityStrings(node.Status.Capacity),
+		Labels:         cloneMap(node.Labels),
+		Unschedulable:  node.Spec.Unschedulable,
+		Allocatable:    quantityStrings(node.Status.Allocatable),
+		Capacity:       quantityStrings(node.Status.Capacity),
+		KubeletVersion: node.Status.NodeInfo.KubeletVersion,
 	}
 	for _, t := range node.Spec.Taints {
 		ns.Taints = append(ns.Taints, events.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})

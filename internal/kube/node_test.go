@@ -26,7 +26,7 @@ func fakeGPUNode(name, model, product string, accelerator bool) events.NodeStatu
 		labels["accelerator"] = "nvidia-gpu"
 	}
 	res := map[string]string{"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "2", "pods": "110"}
-	return events.NodeStatus{Labels: labels, Ready: true, Allocatable: res, Capacity: res}
+	return events.NodeStatus{Labels: labels, Ready: true, Allocatable: res, Capacity: res, KubeletVersion: "v1.37.2-fake"}
 }
 
 func TestNodeStatus(t *testing.T) {
@@ -57,9 +57,10 @@ func TestNodeStatus(t *testing.T) {
 				"nvidia.com/gpu.product":          "NVIDIA-H100-80GB-HBM3",
 				"nvidia.com/gpu.sharing-strategy": "none",
 			},
-			Ready:       true,
-			Allocatable: map[string]string{"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "2", "pods": "110"},
-			Capacity:    map[string]string{"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "2", "pods": "110"},
+			Ready:          true,
+			Allocatable:    map[string]string{"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "2", "pods": "110"},
+			Capacity:       map[string]string{"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "2", "pods": "110"},
+			KubeletVersion: "v1.37.2-fake",
 		},
 		"gpu-node-2": fakeGPUNode("gpu-node-2", "H100", h100, true),
 		"gpu-node-3": fakeGPUNode("gpu-node-3", "H100", h100, true),

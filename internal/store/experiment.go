@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,23 +91,32 @@ func (db *DB) Experiment(ctx context.Context, name string) (ExperimentInfo, erro
 	return ExperimentInfo{}, ErrNotFound
 }
 
-// CompareRuns orders run names numerically when they are numbers.
-func CompareRuns(a, b string) int {
-	if len(a) != len(b) {
-		return len(a) - len(b)
-	}
-	return strings.Compare(a, b)
-}
+// CompareRuns orders run names (see compare.CompareRuns).
+func CompareRuns(a, b string) int { return compare.CompareRuns(a, b) }
 
-// ComparisonInput gathers, per arm and run, what compare.RunMetrics needs, for the pods of
-// namespace (all when empty).
-func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (map[string]map[string]compare.RunData, error) {
+// ComparisonInput gathers what a comparison of experiment name reads, for its pods in
+// namespace (all when empty): the definition, per arm and run the pods with their latency
+// histograms and the preemptions they caused, the run's interruption seconds, the placement
+// per arm and the nodes the pods ran on. ErrNotFound for an unknown experiment or one without
+// pods there.
+func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error) {
+	in := compare.Input{Experiment: name, Namespace: namespace, Arms: map[string]map[string]compare.RunData{}}
+	var def []byte
+	switch err := db.pool.QueryRow(ctx, `SELECT definition, defined_at FROM experiments WHERE name = $1`, name).Scan(&def, &in.DefinedAt); {
+	case err == nil:
+		var d events.Experiment
+		if json.Unmarshal(def, &d) == nil {
+			in.Definition = &d
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return compare.Input{}, fmt.Errorf("read definition of %s: %w", name, err)
+	}
 	var pods []align.Summary
 	cursor := ""
 	for {
 		page, err := db.ListPods(ctx, PodFilter{Experiment: name, Namespace: namespace}, 1000, cursor)
 		if err != nil {
-			return nil, err
+			return compare.Input{}, err
 		}
 		pods = append(pods, page.Pods...)
 		if page.NextCursor == "" {
@@ -116,59 +125,28 @@ func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (map[
 		cursor = page.NextCursor
 	}
 	if len(pods) == 0 {
-		return nil, ErrNotFound
+		return compare.Input{}, ErrNotFound
 	}
-	out := map[string]map[string]compare.RunData{}
-	owner := map[string][2]string{}
-	for _, p := range pods {
-		arm, run := deref(p.Experiment.Arm), deref(p.Experiment.Run)
-		if out[arm] == nil {
-			out[arm] = map[string]compare.RunData{}
-		}
-		rd := out[arm][run]
-		rd.Pods = append(rd.Pods, p)
-		out[arm][run] = rd
-		owner[p.Pod.UID] = [2]string{arm, run}
-	}
-	for _, p := range pods {
-		if p.PreemptedBy == nil {
-			continue
-		}
-		if o, ok := owner[*p.PreemptedBy]; ok {
-			rd := out[o[0]][o[1]]
-			rd.PreemptionsCaused++
-			out[o[0]][o[1]] = rd
-		}
-	}
-	rows, err := db.pool.Query(ctx, `
-		SELECT COALESCE(p.exp_arm, ''), COALESCE(p.exp_run, ''), l.bucket, sum(l.count)::bigint
-		FROM pod_latency l JOIN pods p ON p.uid = l.pod_uid
-		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2) GROUP BY 1, 2, 3`, name, namespace)
+	latency, err := db.podLatencies(ctx, name, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+		return compare.Input{}, err
 	}
-	var arm, run string
-	var bucket int32
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&arm, &run, &bucket, &n}, func() error {
-		rd := out[arm][run]
-		if rd.Latency == nil {
-			rd.Latency = map[int32]int64{}
+	caused := map[string]int{}
+	for _, p := range pods {
+		if p.PreemptedBy != nil {
+			caused[*p.PreemptedBy]++
 		}
-		rd.Latency[bucket] = n
-		if out[arm] != nil {
-			out[arm][run] = rd
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
 	}
 	runs := map[string]bool{}
-	for _, byRun := range out {
-		for run := range byRun {
-			runs[run] = true
+	for _, p := range pods {
+		arm, run := deref(p.Experiment.Arm), deref(p.Experiment.Run)
+		if in.Arms[arm] == nil {
+			in.Arms[arm] = map[string]compare.RunData{}
 		}
+		rd := in.Arms[arm][run]
+		rd.Pods = append(rd.Pods, compare.PodData{Summary: p, Latency: latency[p.Pod.UID], PreemptionsCaused: caused[p.Pod.UID]})
+		in.Arms[arm][run] = rd
+		runs[run] = true
 	}
 	for run := range runs {
 		arms, err := db.RunInterruptions(ctx, name, namespace, run, align.DefaultMinGap)
@@ -176,18 +154,85 @@ func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (map[
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return compare.Input{}, err
 		}
 		for _, a := range arms {
-			if rd, ok := out[a.Arm][run]; ok {
+			if rd, ok := in.Arms[a.Arm][run]; ok {
 				for _, w := range a.Windows {
 					if w.Kind == align.ReadyBelowDesired || w.Kind == align.NoSuccess {
 						rd.InterruptionS += w.Seconds
 					}
 				}
-				out[a.Arm][run] = rd
+				in.Arms[a.Arm][run] = rd
 			}
 		}
+	}
+	if in.Placement, err = db.Placement(ctx, name, namespace); err != nil {
+		return compare.Input{}, err
+	}
+	nodes := map[string]bool{}
+	for _, p := range in.Placement {
+		for n := range p.Nodes {
+			nodes[n] = true
+		}
+	}
+	if in.Nodes, err = db.nodeInfos(ctx, slices.Sorted(maps.Keys(nodes))); err != nil {
+		return compare.Input{}, err
+	}
+	return in, nil
+}
+
+// podLatencies reads the latency histogram of every pod of an experiment.
+func (db *DB) podLatencies(ctx context.Context, name, namespace string) (map[string]map[int32]int64, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT l.pod_uid, l.bucket, l.count
+		FROM pod_latency l JOIN pods p ON p.uid = l.pod_uid
+		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)`, name, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+	}
+	out := map[string]map[int32]int64{}
+	var uid string
+	var bucket int32
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&uid, &bucket, &n}, func() error {
+		if out[uid] == nil {
+			out[uid] = map[int32]int64{}
+		}
+		out[uid][bucket] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// nodeInfos reads the latest snapshot of each named node.
+func (db *DB) nodeInfos(ctx context.Context, names []string) (map[string]compare.NodeInfo, error) {
+	out := map[string]compare.NodeInfo{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	rows, err := db.pool.Query(ctx, `
+		SELECT DISTINCT ON (node) node, envelope->'data'
+		FROM events WHERE kind = 'node_status' AND node = ANY($1)
+		ORDER BY node, occurred_at DESC`, names)
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	var node string
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&node, &data}, func() error {
+		var ns events.NodeStatus
+		if err := json.Unmarshal(data, &ns); err != nil {
+			return nil // a stored snapshot that no longer reads says nothing of the node
+		}
+		out[node] = compare.NodeInfo{Labels: ns.Labels, KubeletVersion: ns.KubeletVersion}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	return out, nil
 }
@@ -214,15 +259,8 @@ func (db *DB) DefineExperiment(ctx context.Context, def events.Experiment, now t
 	return err
 }
 
-// ArmPlacement is where an arm's pods ran and why some waited: pods by node, GPU model and GPU
-// sharing mode (each pod counted once, from its latest snapshot that knew its GPU), and the
-// FailedScheduling reasons, as node counts summed over the scheduler's notes.
-type ArmPlacement struct {
-	Nodes            map[string]int `json:"nodes"`
-	GPUModels        map[string]int `json:"gpu_models"`
-	Sharing          map[string]int `json:"sharing"`
-	FailedScheduling map[string]int `json:"failed_scheduling_reasons"`
-}
+// ArmPlacement is where an arm's pods ran and why some waited (compare.ArmPlacement).
+type ArmPlacement = compare.ArmPlacement
 
 // Placement reads the placement of every arm of an experiment (its pods in namespace; all
 // when empty).
@@ -231,7 +269,7 @@ func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string
 	get := func(arm string) *ArmPlacement {
 		p := out[arm]
 		if p == nil {
-			p = &ArmPlacement{Nodes: map[string]int{}, GPUModels: map[string]int{}, Sharing: map[string]int{}, FailedScheduling: map[string]int{}}
+			p = compare.NewArmPlacement()
 			out[arm] = p
 		}
 		return p

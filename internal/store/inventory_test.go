@@ -45,15 +45,23 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 		}
 		return mk(fmt.Sprintf("inventory/%d", s), at(s), nil, &events.Inventory{Scope: scope, PodUIDs: uids}, events.KindInventory)
 	}
+	heartbeat := func(since, s int) *events.Envelope {
+		return mk(fmt.Sprintf("heartbeat/%d", s), at(s), nil, &events.Heartbeat{Scope: scope, Since: at(since)}, events.KindHeartbeat)
+	}
 	envs := []*events.Envelope{
 		snap(1, 10),               // pod 1: gone before the list at 100
-		snap(2, 10), snap(2, 150), // pod 2: not listed at 100 but seen at 150: revived
+		snap(2, 10), snap(2, 150), // pod 2: not listed at 100 but seen at 150: revived; listed at 300
 		snap(3, 10),  // pod 3: listed at 100 and 200, missing at 300
 		snap(4, 120), // pod 4: seen at 120, listed at 200 (which may arrive first), missing at 300
+		snap(5, 310), // pod 5: seen after the list at 300
 		inv(100, 3), inv(200, 2, 3, 4), inv(300, 2),
+		// The watch that began with the list at 300 is live at 350: pods 2 and 5 were there.
+		heartbeat(300, 350), heartbeat(100, 120),
+		// Then nobody watched, and the scope emptied: an empty list ends pods 2 and 5.
+		inv(400),
 	}
 	var uids []string
-	for i := 1; i <= 4; i++ {
+	for i := 1; i <= 5; i++ {
 		uids = append(uids, uid(i))
 	}
 	for seed := range uint64(6) {
@@ -77,9 +85,17 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 		}
 		return fmt.Sprintf("%s@%s", *tl.EndedReason, tl.Milestones.Ended.Sub(t0))
 	}
-	// Pod 2 is listed by the last inventory: alive.
-	if diff := cmp.Diff([]string{"deleted_unobserved@1m40s", "", "deleted_unobserved@5m0s", "deleted_unobserved@5m0s"},
-		[]string{ended(1), ended(2), ended(3), ended(4)}); diff != "" {
+	if diff := cmp.Diff([]string{"deleted_unobserved@1m40s", "deleted_unobserved@6m40s", "deleted_unobserved@5m0s", "deleted_unobserved@5m0s", "deleted_unobserved@6m40s"},
+		[]string{ended(1), ended(2), ended(3), ended(4), ended(5)}); diff != "" {
 		t.Errorf("align's ends (-want +got):\n%s", diff)
+	}
+	// Observation lasts until the last heartbeat of the live watch, before the empty list.
+	until := func(i int) time.Duration {
+		tl, _ := align.Build(uid(i), envs, events.DefaultLabelKeys)
+		return tl.ObservedUntil.Sub(t0)
+	}
+	if diff := cmp.Diff([]time.Duration{10 * time.Second, 350 * time.Second, 200 * time.Second, 200 * time.Second, 350 * time.Second},
+		[]time.Duration{until(1), until(2), until(3), until(4), until(5)}); diff != "" {
+		t.Errorf("align's observed_until (-want +got):\n%s", diff)
 	}
 }

@@ -20,6 +20,7 @@ var podColumns = []string{
 	"status_node", "running_started_at", "running_observed_at", "ready_cond_at", "ready_observed_at",
 	"first_success_at", "ended_at", "end_rank", "preempted_by", "restarts", "requests", "request_errors",
 	"scope_key", "alive_at", "gpu_fb_seconds", "gpu_fb_max",
+	"created_observed_at", "scheduled_observed_at", "pre_ready_requests", "pre_ready_errors",
 }
 
 var podColumnList = strings.Join(podColumns, ", ")
@@ -59,7 +60,11 @@ ON CONFLICT (uid) DO UPDATE SET
     scope_key              = LEAST(pods.scope_key, excluded.scope_key),
     alive_at               = GREATEST(pods.alive_at, excluded.alive_at),
     gpu_fb_seconds         = pods.gpu_fb_seconds + excluded.gpu_fb_seconds,
-    gpu_fb_max             = GREATEST(pods.gpu_fb_max, excluded.gpu_fb_max)`
+    gpu_fb_max             = GREATEST(pods.gpu_fb_max, excluded.gpu_fb_max),
+    created_observed_at    = LEAST(pods.created_observed_at, excluded.created_observed_at),
+    scheduled_observed_at  = LEAST(pods.scheduled_observed_at, excluded.scheduled_observed_at),
+    pre_ready_requests     = pods.pre_ready_requests + excluded.pre_ready_requests,
+    pre_ready_errors       = pods.pre_ready_errors + excluded.pre_ready_errors`
 
 const mergeLatency = `
 INSERT INTO pod_latency (pod_uid, bucket, count)
@@ -127,6 +132,12 @@ UPDATE pods p SET unobserved_end_at = $3 FROM gone g WHERE p.uid = g.uid`
 
 var inventoryColumns = []string{"id", "cluster", "scope_key", "listed_at", "pod_uids"}
 
+// mergeWatches keeps, per scope and watch start, the latest heartbeat (align.Watch).
+const mergeWatches = `
+INSERT INTO scope_watches (cluster, scope_key, since, live_until)
+SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) ORDER BY 1, 2, 3
+ON CONFLICT (cluster, scope_key, since) DO UPDATE SET live_until = GREATEST(scope_watches.live_until, excluded.live_until)`
+
 const mergeSeries = `
 INSERT INTO pod_event_series (pod_uid, reason, series_key, max_count)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) ORDER BY 1, 2, 3
@@ -162,6 +173,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	kinds := map[events.Kind]*kindCount{}
 	var invRows [][]any
 	var newInvs []align.Inventory
+	watches := map[[3]string]align.Watch{}
 	for _, env := range envs {
 		if counted {
 			kc := kinds[env.Kind]
@@ -175,8 +187,19 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 			}
 		}
 		if inv, ok := align.InventoryOf(env); ok {
-			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, slices.Sorted(maps.Keys(inv.UIDs))})
+			uids := slices.Sorted(maps.Keys(inv.UIDs))
+			if uids == nil {
+				uids = []string{} // an empty scope: every pod of it is gone
+			}
+			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids})
 			newInvs = append(newInvs, inv)
+			continue
+		}
+		if w, ok := align.WatchOf(env); ok {
+			k := [3]string{w.Cluster, w.ScopeKey, w.Since.Format(time.RFC3339Nano)}
+			if old, seen := watches[k]; !seen || w.Until.After(old.Until) {
+				watches[k] = w
+			}
 			continue
 		}
 		f, ok := align.FactsOf(env, db.keys)
@@ -250,6 +273,17 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	if len(kName) > 0 {
 		b.Queue(mergeKindCounts, kName, kN, kLast)
 	}
+	if len(watches) > 0 {
+		var wc, wk []string
+		var ws, wu []time.Time
+		for _, k := range slices.SortedFunc(maps.Keys(watches), func(a, b [3]string) int {
+			return strings.Compare(a[0]+"\x00"+a[1]+"\x00"+a[2], b[0]+"\x00"+b[1]+"\x00"+b[2])
+		}) {
+			w := watches[k]
+			wc, wk, ws, wu = append(wc, w.Cluster), append(wk, w.ScopeKey), append(ws, w.Since), append(wu, w.Until)
+		}
+		b.Queue(mergeWatches, wc, wk, ws, wu)
+	}
 	queueExperiments(b, envs)
 	if len(podRows) > 0 {
 		// Staging empties at commit; a second projection in the same transaction (results
@@ -271,6 +305,9 @@ func applyInventories(ctx context.Context, tx pgx.Tx, invs []align.Inventory) er
 	var revisit []string
 	for _, inv := range invs {
 		uids := slices.Sorted(maps.Keys(inv.UIDs))
+		if uids == nil {
+			uids = []string{} // NULL would match nothing: an empty inventory ends every pod of its scope
+		}
 		rows, err := tx.Query(ctx, inventoryListed, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids)
 		if err != nil {
 			return fmt.Errorf("apply inventory: %w", err)
@@ -310,6 +347,7 @@ func podRow(f *align.Facts) []any {
 		nullTime(f.ReadyCond), nullTime(f.ReadyObserved), nullTime(f.FirstSuccess), nullTime(f.EndedAt),
 		int32(f.EndRank), nullString(f.PreemptedBy), int32(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
 		nullString(f.ScopeKey), nullTime(f.AliveAt), f.GPUFBSeconds, f.GPUFBMax,
+		nullTime(f.CreatedObserved), nullTime(f.ScheduledObserved), int64(f.PreReadyRequests), int64(f.PreReadyErrors),
 	}
 }
 
@@ -333,7 +371,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

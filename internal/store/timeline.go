@@ -18,7 +18,7 @@ import (
 // summaryColumns are read from the pod_timeline view, in scanSummary's order.
 const summaryColumns = `uid, namespace, name, node, exp_name, exp_arm, exp_run,
 	created, first_unschedulable, scheduled, running, ready, first_success, ended, ended_reason, preempted_by,
-	observed_until, failed_scheduling, restarts, requests, request_errors, first_seen`
+	observed_until, failed_scheduling, restarts, requests, request_errors, pre_ready_requests, pre_ready_errors, first_seen`
 
 func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 	var (
@@ -26,12 +26,13 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 		ns, name                      *string
 		firstSeen                     time.Time
 		requests, requestErrs, failed int64
+		preReady, preReadyErrs        int64
 		restarts                      int32
 	)
 	m := &s.Milestones
 	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
 		&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended,
-		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &firstSeen)
+		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &preReady, &preReadyErrs, &firstSeen)
 	if err != nil {
 		return align.Summary{}, time.Time{}, err
 	}
@@ -42,7 +43,8 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 			*t = &u
 		}
 	}
-	s.Counts = align.Counts{FailedScheduling: int(failed), Restarts: int(restarts), Requests: int(requests), RequestErrors: int(requestErrs)}
+	s.Counts = align.Counts{FailedScheduling: int(failed), Restarts: int(restarts), Requests: int(requests), RequestErrors: int(requestErrs),
+		PreReadyRequests: int(preReady), PreReadyErrors: int(preReadyErrs)}
 	s.Durations = align.DurationsOf(s.Milestones)
 	s.Censored = align.Censored(s.Milestones)
 	return s, firstSeen, nil
@@ -283,7 +285,7 @@ func fillMeasures(ctx context.Context, q querier, pods []align.Summary, idle flo
 	}
 	for i := range pods {
 		p := &pods[i]
-		p.Requests = align.SummarizeRequests(p.Counts.Requests, p.Counts.RequestErrors, latency[p.Pod.UID])
+		p.Requests = align.SummarizeRequests(p.Counts, latency[p.Pod.UID])
 		p.GPU = align.SummarizeGPU(util[p.Pod.UID], fb[p.Pod.UID][0], fb[p.Pod.UID][1], idle)
 	}
 	return nil

@@ -18,12 +18,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"gonum.org/v1/gonum/stat"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
 	"github.com/schedlens/schedlens/lab/stack"
@@ -68,12 +66,13 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	pods, err := listPods(ctx, s.APIAddr, ns)
+	c, err := comparison(ctx, s.APIAddr, def.Name, ns, def.Baseline)
 	if err != nil {
 		return err
 	}
-	printSummary(stdout, def, pods)
-	if err := printComparison(ctx, stdout, s.APIAddr, def.Name, ns, def.Baseline); err != nil {
+	printSummary(stdout, def, c)
+	fmt.Fprintln(stdout)
+	if err := compare.WriteTable(stdout, c); err != nil {
 		return err
 	}
 	if err := errors.Join(s.Err(), l.Err()); err != nil {
@@ -107,136 +106,100 @@ func progress(w io.Writer) func(experiment.Progress) {
 	}
 }
 
-// printComparison reads the comparison of the experiment's arms from the API and prints it.
-func printComparison(ctx context.Context, w io.Writer, addr, name, ns, baseline string) error {
+// comparison reads the comparison of the experiment's arms in namespace ns from the API.
+func comparison(ctx context.Context, addr, name, ns, baseline string) (compare.Comparison, error) {
 	q := url.Values{"baseline": {baseline}, "namespace": {ns}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?"+q.Encode(), nil)
 	if err != nil {
-		return err
+		return compare.Comparison{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("comparison: %w", err)
+		return compare.Comparison{}, fmt.Errorf("comparison: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("comparison: HTTP %d", resp.StatusCode)
+		return compare.Comparison{}, fmt.Errorf("comparison: HTTP %d", resp.StatusCode)
 	}
-	var c api.Comparison
+	var c compare.Comparison
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
-		return fmt.Errorf("comparison: %w", err)
+		return compare.Comparison{}, fmt.Errorf("comparison: %w", err)
 	}
-	fmt.Fprintln(w)
-	return api.WriteTable(w, c)
+	return c, nil
 }
 
-// listPods reads every pod of the namespace from the API.
-func listPods(ctx context.Context, addr, ns string) ([]align.Summary, error) {
-	var out []align.Summary
-	cursor := ""
-	for {
-		q := url.Values{"namespace": {ns}, "limit": {"500"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/pods?"+q.Encode(), nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("list pods: %w", err)
-		}
-		var page struct {
-			Pods       []align.Summary `json:"pods"`
-			NextCursor *string         `json:"next_cursor"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&page)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("list pods: %w", err)
-		}
-		out = append(out, page.Pods...)
-		if page.NextCursor == nil {
-			return out, nil
-		}
-		cursor = *page.NextCursor
-	}
-}
-
-// printSummary prints, per arm (repeats pooled), what the timelines say. The comparison with
-// intervals and verdicts is the API's job; this is the at-a-glance view.
-func printSummary(w io.Writer, def *experiment.Definition, pods []align.Summary) {
-	byArm := map[string][]align.Summary{}
-	for _, p := range pods {
-		if p.Experiment.Arm != nil {
-			byArm[*p.Experiment.Arm] = append(byArm[*p.Experiment.Arm], p)
-		}
-	}
-	var order []string
+// printSummary prints, per arm, the at-a-glance view: pods, how many never scheduled and how many
+// were preempted over the repeats, then the across-repeat means of the comparison's per-run
+// metrics (the same numbers the comparison below judges; "≥" marks a lower bound) and where the
+// pods ran.
+func printSummary(w io.Writer, def *experiment.Definition, c compare.Comparison) {
+	order := make([]string, 0, len(c.Arms))
 	for _, a := range def.Arms {
 		order = append(order, a.Name)
 	}
-	for _, arm := range slices.Sorted(maps.Keys(byArm)) {
-		if !slices.Contains(order, arm) {
-			order = append(order, arm)
+	byArm := map[string]compare.ArmResult{}
+	for _, a := range c.Arms {
+		byArm[a.Arm] = a
+		if !slices.Contains(order, a.Arm) {
+			order = append(order, a.Arm)
 		}
 	}
-	fmt.Fprintf(w, "\n%s — per arm, %d repeats pooled (seconds unless named; p50 / p95 over pods; latency = each pod's p50; errors include those before Ready)\n", def.Name, def.Repeats)
+	fmt.Fprintf(w, "\n%s — per arm, mean over %d repeats of each repeat's value (seconds unless named; error rate of requests sent to Ready pods)\n", def.Name, def.Repeats)
+	cols := []struct{ head, metric, format string }{
+		{"pending p50", "pending_p50_s", "%.3f"}, {"pending p95", "pending_p95_s", "%.3f"},
+		{"start", "start_p50_s", "%.2f"}, {"model load", "model_load_p50_s", "%.2f"},
+		{"created→1st ok", "time_to_first_success_p50_s", "%.2f"},
+		{"latency p50 ms", "latency_p50_ms", "%.1f"}, {"latency p95 ms", "latency_p95_ms", "%.1f"},
+		{"error rate", "error_rate", "%.3f"}, {"pre-Ready errors/pod", "pre_ready_errors", "%.1f"},
+		{"GPU util %", "gpu_util_mean_pct", "%.1f"},
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\tpods\tscheduled\tnever\tpreempted\trestarts\tpending\tstart\tmodel load\tcreated→ready\tready→1st ok\tlatency ms\terrors\tGPU util %\tGPU models")
+	head := "arm\tpods\tscheduled\tnever\tpreempted"
+	for _, col := range cols {
+		head += "\t" + col.head
+	}
+	fmt.Fprintln(tw, head+"\tGPU pools")
 	for _, arm := range order {
-		ps := byArm[arm]
-		if len(ps) == 0 {
+		a, ok := byArm[arm]
+		if !ok {
 			continue
 		}
-		var scheduled, preempted, restarts int
-		var pending, startD, load, toReady, firstOK, latency, util []float64
-		var requests, errs int
-		models := map[string]int{}
-		for _, p := range ps {
-			if p.Milestones.Scheduled != nil {
-				scheduled++
-			}
-			if p.EndedReason != nil && *p.EndedReason == align.EndPreempted {
-				preempted++
-			}
-			restarts += p.Counts.Restarts
-			add := func(xs *[]float64, v *float64) {
-				if v != nil {
-					*xs = append(*xs, *v)
-				}
-			}
-			add(&pending, p.Durations.Pending)
-			add(&startD, p.Durations.Start)
-			add(&load, p.Durations.ModelLoad)
-			add(&firstOK, p.Durations.ReadyToFirstSuccess)
-			if r := p.Requests; r != nil {
-				requests, errs = requests+r.Count, errs+r.Errors
-				if v, ok := r.LatencyMS["p50"]; ok {
-					latency = append(latency, v)
-				}
-			}
-			if g := p.GPU; g != nil {
-				util = append(util, g.UtilMean)
-			}
-			if p.Milestones.Created != nil && p.Milestones.Ready != nil {
-				toReady = append(toReady, p.Milestones.Ready.Sub(*p.Milestones.Created).Seconds())
-			}
-			if p.Pod.Node != nil {
-				models[nodeModel(*p.Pod.Node)]++
-			}
-		}
 		label := arm
-		if arm == def.Baseline {
+		if a.Baseline {
 			label += " (baseline)"
 		}
-		errRate := "–"
-		if requests > 0 {
-			errRate = fmt.Sprintf("%.0f%% of %d", 100*float64(errs)/float64(requests), requests)
+		sum := func(metric string) int {
+			n := 0.0
+			for _, m := range a.Metrics {
+				if m.Metric == metric {
+					for _, v := range m.Runs {
+						n += v
+					}
+				}
+			}
+			return int(n)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, len(ps), scheduled, len(ps)-scheduled, preempted, restarts,
-			quantiles(pending), quantiles(startD), quantiles(load), quantiles(toReady), quantiles(firstOK), quantiles(latency), errRate, quantiles(util), modelList(models))
+		never := sum("never_scheduled")
+		line := fmt.Sprintf("%s\t%d\t%d\t%d\t%d", label, a.Pods, a.Pods-never, never, sum("preemptions_suffered"))
+		for _, col := range cols {
+			cell := "–"
+			for _, m := range a.Metrics {
+				if m.Metric == col.metric && m.AcrossRun.N > 0 {
+					cell = fmt.Sprintf(col.format, m.AcrossRun.Mean)
+					if m.LowerBound {
+						cell = "≥ " + cell
+					}
+				}
+			}
+			line += "\t" + cell
+		}
+		pools := map[string]int{}
+		if p := c.Placement[arm]; p != nil {
+			for node, n := range p.Nodes {
+				pools[nodeModel(node)] += n
+			}
+		}
+		fmt.Fprintln(tw, line+"\t"+modelList(pools))
 	}
 	tw.Flush()
 }
@@ -256,15 +219,6 @@ func modelList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
-}
-
-// quantiles renders the empirical p50 and p95 of xs.
-func quantiles(xs []float64) string {
-	if len(xs) == 0 {
-		return "–"
-	}
-	slices.Sort(xs)
-	return fmt.Sprintf("%.2f / %.2f", stat.Quantile(0.5, stat.Empirical, xs, nil), stat.Quantile(0.95, stat.Empirical, xs, nil))
 }
 
 // ensureDatabase creates the database of url when it does not exist yet.
