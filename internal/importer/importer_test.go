@@ -181,7 +181,7 @@ waiting for a pod: 4 — no pod of their cluster held their IP when they were se
   127.0.10.1 in cluster "default": 2 results sent 2026-11-30T05:00:10Z to 2026-11-30T05:00:11Z; no pod of "default" was ever seen with it; a pod of "lab" held it then
   127.0.10.2 in cluster "default": 1 result sent 2026-11-30T05:00:12Z; no pod of "default" was ever seen with it; a pod of "lab" held it then
   127.0.10.9 in cluster "default": 1 result sent 2026-11-30T05:00:13Z; no pod of "default" was ever seen with it; no other cluster had a pod with it then
-hint: pods of cluster "lab" held these IPs: import again with -cluster lab (nothing already stored is stored twice)
+hint: pods of cluster "lab" held 2 of these IPs: import again with -cluster lab (nothing already stored is stored twice)
 GET /v1/unattributed-requests lists every result that waits
 `
 	if diff := cmp.Diff(want, out); diff != "" {

@@ -55,7 +55,11 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintln(w, "):")
 	var elsewhere []string
+	known := 0 // groups whose IP another cluster knew
 	for i, g := range r.Groups {
+		if len(g.ClustersWithIP) > 0 {
+			known++
+		}
 		for _, c := range g.ClustersWithIP {
 			if !slices.Contains(elsewhere, c) {
 				elsewhere = append(elsewhere, c)
@@ -85,11 +89,15 @@ func (r *Report) Write(w io.Writer) {
 	if len(r.Groups) > maxGroupsListed {
 		fmt.Fprintf(w, "  … and %d more IPs\n", len(r.Groups)-maxGroupsListed)
 	}
+	these := "these IPs"
+	if known < len(r.Groups) {
+		these = fmt.Sprintf("%d of these IPs", known)
+	}
 	switch {
 	case len(elsewhere) == 1:
-		fmt.Fprintf(w, "hint: pods of cluster %q held these IPs: import again with -cluster %s (nothing already stored is stored twice)\n", elsewhere[0], elsewhere[0])
+		fmt.Fprintf(w, "hint: pods of cluster %q held %s: import again with -cluster %s (nothing already stored is stored twice)\n", elsewhere[0], these, elsewhere[0])
 	case len(elsewhere) > 1:
-		fmt.Fprintf(w, "hint: pods of clusters %s held these IPs: import the results again with the right -cluster\n", quoted(elsewhere))
+		fmt.Fprintf(w, "hint: pods of clusters %s held %s: import the results again with the right -cluster\n", quoted(elsewhere), these)
 	default:
 		fmt.Fprintln(w, "hint: they are attributed as soon as the correlator stores snapshots of the pods that held these IPs (collector run or replay for that cluster)")
 	}
