@@ -149,8 +149,9 @@ func (r *Report) skipStored(ctx context.Context, results []ingest.Result, lookup
 			continue
 		}
 		// The same result imported before ids included the cluster: stored once is enough. In
-		// another cluster it is another result (the mistake a re-import corrects).
-		if s, ok := byID[res.LegacyID]; ok && res.LegacyID != "" && s.Cluster == res.Envelope.Cluster {
+		// another cluster, or on another pod than the one the result names now (a corrected
+		// -host-pod), it is another result: the mistake a re-import corrects.
+		if s, ok := byID[res.LegacyID]; ok && res.LegacyID != "" && s.Cluster == res.Envelope.Cluster && samePod(res.Envelope.Pod, s.Pod) {
 			states[res.Envelope.ID] = s
 			r.StoredLegacy++
 			continue
@@ -158,6 +159,12 @@ func (r *Report) skipStored(ctx context.Context, results []ingest.Result, lookup
 		rest = append(rest, res)
 	}
 	return rest, nil
+}
+
+// samePod reports whether a stored result is on the pod a result names; a result that names
+// none (only an IP) is attributed by the correlator, so any stored attribution matches.
+func samePod(named, stored *events.PodRef) bool {
+	return named == nil || (stored != nil && stored.UID == named.UID)
 }
 
 // waitStored reads the published results back until acked of them are stored or cfg.Wait

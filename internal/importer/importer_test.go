@@ -261,6 +261,40 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	if r.StoredLegacy != 0 || r.StoredNew != 4 || r.Waiting != 4 {
 		t.Errorf("import into another cluster:\n%s", out)
 	}
+
+	// A vegeta result for a host name, mapped to llm-1 by -host-pod before the change: the same
+	// mapping again is the same result; a corrected mapping is another.
+	line := `{"attack":"a","seq":1,"code":200,"timestamp":"2026-11-30T05:00:20Z","latency":1000000,"bytes_out":0,"bytes_in":1,"error":"","body":null,"method":"GET","url":"http://gateway:8000/","headers":null}`
+	mapped := func(pod int) []ingest.Result {
+		ref := events.PodRef{Namespace: "infer", Name: fmt.Sprintf("llm-%d", pod), UID: fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", pod)}
+		results, _, err := ingest.Parse(ingest.FormatVegeta, strings.NewReader(line), ingest.Options{Cluster: "lab", HostPods: map[string]events.PodRef{"gateway": ref}})
+		if err != nil || len(results) != 1 {
+			t.Fatalf("parse: %v %v", err, results)
+		}
+		return results
+	}
+	oldEnv := *mapped(1)[0].Envelope
+	oldEnv.ID, oldEnv.Raw = mapped(1)[0].LegacyID, nil
+	b, _ := events.Encode(&oldEnv)
+	d, err := events.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.publish(context.Background(), []*events.Envelope{d}); err != nil {
+		t.Fatal(err)
+	}
+	for st, _ := p.db.Stats(context.Background()); st.ByKind["request"] != 9; st, _ = p.db.Stats(context.Background()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("old mapped import not stored: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, out := run(t, p, importer.Config{Cluster: "lab"}, mapped(1)); r.StoredLegacy != 1 || r.Published.Acked != 0 {
+		t.Errorf("the same mapping again:\n%s", out)
+	}
+	if r, out := run(t, p, importer.Config{Cluster: "lab"}, mapped(2)); r.StoredLegacy != 0 || r.StoredNew != 1 || len(r.Pods) != 1 || r.Pods[0].Pod.Name != "llm-2" {
+		t.Errorf("a corrected mapping:\n%s", out)
+	}
 }
 
 // Without an API to read back from, nothing is published; with -wait 0 the import publishes
