@@ -169,6 +169,11 @@ func samePod(named, stored *events.PodRef) bool {
 
 // waitStored reads the published results back until acked of them are stored or cfg.Wait
 // passes without one more stored, and returns how many were.
+//
+// The correlator stores the stream in order, so a round asks for the pending ids oldest first,
+// a chunk at a time, and ends at the first chunk it finds partly stored: the correlator is at
+// work there and the later chunks are not stored yet. A chunk with nothing stored does not end
+// the round (it may hold only ids that were never acknowledged).
 func waitStored(ctx context.Context, cfg Config, envs []*events.Envelope, acked int, lookup Lookup, states map[string]State) int {
 	pending := make([]string, len(envs))
 	for i, env := range envs {
@@ -177,13 +182,22 @@ func waitStored(ctx context.Context, cfg Config, envs []*events.Envelope, acked 
 	stored := 0
 	lastProgress := time.Now()
 	for len(pending) > 0 && stored < acked {
-		found, err := lookup(ctx, pending)
-		if err == nil && len(found) > 0 {
-			got := make(map[string]bool, len(found))
+		got := map[string]bool{}
+		for start := 0; start < len(pending); start += lookupChunk {
+			chunk := pending[start:min(start+lookupChunk, len(pending))]
+			found, err := lookup(ctx, chunk)
+			if err != nil {
+				break // retried next round, until cfg.Wait passes without progress
+			}
 			for _, s := range found {
 				states[s.ID] = s
 				got[s.ID] = true
 			}
+			if len(found) > 0 && len(found) < len(chunk) {
+				break
+			}
+		}
+		if len(got) > 0 {
 			pending = slices.DeleteFunc(pending, func(id string) bool { return got[id] })
 			stored += len(got)
 			lastProgress = time.Now()

@@ -30,13 +30,13 @@ var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 // pipeline is the real thing in process: JetStream, a correlator (unless not started), Postgres
 // and the API's handler.
 type pipeline struct {
-	t      *testing.T
+	t      testing.TB
 	js     jetstream.JetStream
 	db     *store.DB
 	client *importer.Client
 }
 
-func newPipeline(t *testing.T, withCorrelator bool) *pipeline {
+func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	t.Helper()
 	srv := natstest.Start(t)
 	nc, err := nats.Connect(srv.URL())
