@@ -217,6 +217,9 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
 		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
 	}
+	if err := ingest.CheckCluster(cfg.Cluster); err != nil { // POST /v1/ingest/requests puts it in ids
+		return config.Usagef("-cluster: %v", err)
+	}
 	cfg.Source = o.source
 	if cfg.Source == "" {
 		host, _ := os.Hostname()

@@ -130,3 +130,18 @@ func TestPositionalArgumentErrors(t *testing.T) {
 		}
 	}
 }
+
+// A cluster name too long for request ids stops `collector run` before it starts (its
+// POST /v1/ingest/requests puts the name in ids) and `collector import` before it publishes.
+func TestClusterTooLongForIDs(t *testing.T) {
+	long := strings.Repeat("c", 101)
+	for _, args := range [][]string{
+		{"run", "-cluster", long, "-kubeconfig", "/nonexistent"},
+		{"import", "ndjson", "-", "-cluster", long, "-nats-url", "nats://127.0.0.1:1"},
+	} {
+		err := run(context.Background(), append([]string{"collector"}, args...), func(string) string { return "" }, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "longer than 100 bytes (request ids include it)") {
+			t.Errorf("collector %s: %v", args[0], err)
+		}
+	}
+}

@@ -122,8 +122,8 @@ func (o Options) resolve(source string) (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if n := len(clusterSegment(o.Cluster)); n > MaxClusterInID {
-		return o, fmt.Errorf("ingest options: cluster: longer than %d bytes (request ids include it)", MaxClusterInID)
+	if err := CheckCluster(o.Cluster); err != nil {
+		return o, fmt.Errorf("ingest options: %w", err)
 	}
 	probe := func(pod *events.PodRef, ip string) error {
 		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
@@ -164,6 +164,15 @@ func (o *Options) envelope(id string, sent, observed time.Time, pod *events.PodR
 		return nil, err
 	}
 	return events.Decode(b)
+}
+
+// CheckCluster says whether results of cluster fit in request ids: its name, escaped, is at
+// most MaxClusterInID bytes. (Whether it is a valid subject token the codec checks.)
+func CheckCluster(cluster string) error {
+	if len(clusterSegment(cluster)) > MaxClusterInID {
+		return fmt.Errorf("cluster: longer than %d bytes (request ids include it)", MaxClusterInID)
+	}
+	return nil
 }
 
 // clusterSegment is the cluster as it appears in an id: path-escaped, so that a '/' in a cluster
