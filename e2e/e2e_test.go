@@ -142,6 +142,13 @@ func readSample(t *testing.T) []*events.Envelope {
 // collector, waits until everything is stored, and returns the API's base URL and the database.
 func startPipeline(t *testing.T) (string, string) {
 	t.Helper()
+	base, dbURL, _ := startPipelineNATS(t)
+	return base, dbURL
+}
+
+// startPipelineNATS is startPipeline that also returns the NATS URL.
+func startPipelineNATS(t *testing.T) (string, string, string) {
+	t.Helper()
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	dbURL := pgtest.URL(t)
@@ -170,7 +177,7 @@ func startPipeline(t *testing.T) (string, string) {
 		_, _, b := get(t, base+"/v1/stats")
 		return json.Unmarshal(b, &stats) == nil && stats.EventsTotal == int64(len(sample))
 	})
-	return base, dbURL
+	return base, dbURL, nats.URL()
 }
 
 // getJSON decodes a 200 answer of the API into v.
@@ -384,7 +391,8 @@ func TestImportVegeta(t *testing.T) {
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	run := func() (string, string, error) {
-		cmd := exec.Command(bin+"/collector", "import", "vegeta", "../internal/ingest/testdata/vegeta.json")
+		// No api runs here: -wait 0 publishes without reading back (TestImportReportsAttribution does).
+		cmd := exec.Command(bin+"/collector", "import", "vegeta", "-wait", "0", "../internal/ingest/testdata/vegeta.json")
 		cmd.Env = append(os.Environ(), "SCHEDLENS_NATS_URL="+nats.URL(), "SCHEDLENS_CLUSTER=lab")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,32 +47,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")
 	log.Define(fs)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
+		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME   (flags before or after NAME)\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	rest := args[1:]
-	comparing, compareName := false, ""
-	if len(rest) > 0 && rest[0] == "compare" {
-		comparing, rest = true, rest[1:]
-		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") { // the name may come before the flags
-			compareName, rest = rest[0], rest[1:]
-		}
-	}
-	if err := fs.Parse(rest); err != nil {
+	// Flags may come before, between or after `compare` and NAME.
+	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
+	pos := fs.Args()
+	compareName := ""
 	switch {
-	case comparing && compareName == "" && fs.NArg() == 1:
-		compareName = fs.Arg(0)
-	case comparing && (compareName == "" || fs.NArg() > 0):
+	case len(pos) > 0 && pos[0] == "compare":
+		if len(pos) != 2 || pos[1] == "" {
+			fs.Usage()
+			return config.Usagef("compare takes one experiment NAME")
+		}
+		compareName = pos[1]
+	case len(pos) > 0:
 		fs.Usage()
-		return config.Usagef("compare takes one experiment NAME")
-	case !comparing && fs.NArg() > 0:
-		fs.Usage()
-		return config.Usagef("unexpected arguments %q", fs.Args())
+		return config.Usagef("unexpected arguments %q", pos)
 	}
 	if idle < 0 || idle > 100 {
 		fs.Usage()

@@ -1,6 +1,7 @@
 // Command collector publishes what happens to GPU pods as schedlens envelopes on NATS JetStream.
 // `collector run` (the default) watches a cluster; `collector replay FILE` publishes recorded
-// envelopes (JSONL; - for stdin).
+// envelopes (JSONL; - for stdin); `collector import vegeta|ndjson FILE` publishes external
+// request results and reports which pods they landed on.
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/importer"
 	"github.com/schedlens/schedlens/internal/ingest"
 	"github.com/schedlens/schedlens/internal/ops"
 )
@@ -48,6 +50,8 @@ const usageText = `usage: collector [run] [flags]
        collector replay [flags] FILE
        collector import vegeta|ndjson [flags] FILE
 
+Flags may come before or after the command and its arguments.
+
 commands:
   run           (default) watch the cluster — pods in scope, events.k8s.io events about them and
                 about nodes, nodes, experiment ConfigMaps — and publish envelopes until stopped
@@ -56,9 +60,12 @@ commands:
                 the valid ones are still published, and the exit status is then 1
   import vegeta FILE
                 publish vegeta's results (vegeta encode -to json; - for stdin) as request
-                envelopes: each is attributed to the pod that held its URL's IP at the time
-                (-host-pod maps host names); bad lines are reported with their numbers, good ones
-                published, and the exit status is then 1
+                envelopes of cluster -cluster: each is attributed to the pod of that cluster that
+                held its URL's IP at the time (-host-pod maps host names). Then read back through
+                the api (-api-url) how many landed on pods and why the others wait, for at most
+                -wait without progress. Bad lines are reported with their numbers, good ones
+                published; the exit status is 1 when lines were rejected or results not stored
+                (or, with -require-attributed, when results wait for a pod)
   import ndjson FILE
                 the same for NDJSON rows as POST /v1/ingest/requests takes (see README)
 
@@ -79,6 +86,9 @@ type options struct {
 	buffer                           int
 	probe                            collector.ProbeConfig
 	hostPods                         map[string]events.PodRef
+	apiURL                           string
+	wait                             time.Duration
+	requireAttributed                bool
 	dcgm                             collector.DCGMConfig
 	dcgmTargets                      []dcgm.Target
 }
@@ -87,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	var o options
 	fs := config.New("collector", getenv, stderr)
 	fs.String(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
-	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run: default \"default\"; replay: given to envelopes that name none)")
+	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
 	sdef := bus.DefaultStreamConfig()
 	fs.Duration(&o.stream.MaxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", sdef.MaxAge, "drop stream messages older than this")
 	fs.Int64(&o.stream.MaxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", sdef.MaxBytes, "most bytes the stream holds")
@@ -125,6 +135,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		o.hostPods[host] = events.PodRef{Namespace: parts[0], Name: parts[1], UID: parts[2]}
 		return nil
 	})
+	fs.String(&o.apiURL, "api-url", "SCHEDLENS_API_URL", "http://127.0.0.1:8080", "import: the schedlens api to read the results back from")
+	fs.Duration(&o.wait, "wait", "SCHEDLENS_IMPORT_WAIT", 30*time.Second, "import: longest wait without progress for the correlator to store the results (0: publish without reading back)")
+	fs.BoolVar(&o.requireAttributed, "require-attributed", false, "import: exit 1 when results wait for a pod")
 	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
 	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
 	fs.Duration(&o.heartbeatEvery, "heartbeat-every", "SCHEDLENS_HEARTBEAT_EVERY", collector.DefaultConfig().HeartbeatEvery, "say this often that each scope's watch is still live, so pods still Pending are known to wait (run; 0: none)")
@@ -141,22 +154,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fs.PrintDefaults()
 	}
 
-	rest := args[1:]
-	cmd := "run"
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		cmd, rest = rest[0], rest[1:]
-	}
-	if err := fs.Parse(rest); err != nil {
+	// Flags may come before or after the command and its arguments.
+	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
+	cmd, pos := "run", fs.Args()
+	if len(pos) > 0 {
+		cmd, pos = pos[0], pos[1:]
+	}
 	switch cmd {
 	case "run":
-		if fs.NArg() != 0 {
+		if len(pos) != 0 {
 			fs.Usage()
-			return config.Usagef("run takes no arguments, got %q", fs.Args())
+			return config.Usagef("run takes no arguments, got %q", pos)
 		}
 		if o.buffer <= 0 {
 			fs.Usage()
@@ -167,17 +180,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return config.Usagef("-probe-interval must be ≥ 0, -probe-timeout positive, -probe-port in 1..65535")
 		}
 	case "replay":
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			fs.Usage()
 			return config.Usagef("replay takes one FILE (or - for stdin)")
 		}
 	case "import":
-		if fs.NArg() != 2 || (fs.Arg(0) != "vegeta" && fs.Arg(0) != "ndjson") {
+		if len(pos) != 2 || (pos[0] != string(ingest.FormatVegeta) && pos[0] != string(ingest.FormatNDJSON)) {
 			fs.Usage()
 			return config.Usagef("import takes a format (vegeta or ndjson) and one FILE (or - for stdin)")
 		}
-		if o.cluster == "" {
-			o.cluster = collector.DefaultConfig().Cluster
+		if o.wait < 0 {
+			fs.Usage()
+			return config.Usagef("-wait must be ≥ 0")
 		}
 	default:
 		fs.Usage()
@@ -189,9 +203,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch cmd {
 	case "replay":
-		return replay(ctx, o, fs.Arg(0), stdin, stdout, stderr, logger)
+		return replay(ctx, o, pos[0], stdin, stdout, stderr, logger)
 	case "import":
-		return importResults(ctx, o, fs.Arg(0), fs.Arg(1), stdin, stdout, stderr, logger)
+		return importResults(ctx, o, ingest.Format(pos[0]), pos[1], stdin, stdout, stderr, logger)
 	}
 	return watch(ctx, o, logger)
 }
@@ -204,6 +218,9 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	}
 	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
 		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
+	}
+	if err := ingest.CheckCluster(cfg.Cluster); err != nil { // POST /v1/ingest/requests puts it in ids
+		return config.Usagef("-cluster: %v", err)
 	}
 	cfg.Source = o.source
 	if cfg.Source == "" {
@@ -314,7 +331,7 @@ func kubeConfig(path string) (*rest.Config, error) {
 }
 
 // importResults is `collector import vegeta|ndjson FILE`.
-func importResults(ctx context.Context, o options, format, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
+func importResults(ctx context.Context, o options, format ingest.Format, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
 	in := stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -324,12 +341,12 @@ func importResults(ctx context.Context, o options, format, name string, stdin io
 		defer f.Close()
 		in = f
 	}
-	opts := ingest.Options{Cluster: o.cluster, Source: o.source, HostPods: o.hostPods, Logger: logger}
-	parse := ingest.ParseNDJSON
-	if format == "vegeta" {
-		parse = ingest.ParseVegeta
+	cfg := importer.Config{Cluster: o.cluster, Wait: o.wait, RequireAttributed: o.requireAttributed}
+	if cfg.Cluster == "" {
+		cfg.Cluster, cfg.ClusterDefaulted = collector.DefaultConfig().Cluster, true
 	}
-	envs, bad, err := parse(in, opts)
+	opts := ingest.Options{Cluster: cfg.Cluster, Source: o.source, HostPods: o.hostPods, Logger: logger}
+	results, bad, err := ingest.Parse(format, in, opts)
 	if err != nil {
 		return fmt.Errorf("import %s: %w", name, err)
 	}
@@ -348,14 +365,20 @@ func importResults(ctx context.Context, o options, format, name string, stdin io
 	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
 		return err
 	}
-	res, err := bus.PublishAll(ctx, js, envs)
-	fmt.Fprintf(stdout, "published %d request results (%d already in the stream), %d rejected lines, %d not acknowledged\n",
-		res.Published, res.Duplicates, len(bad), res.Failed)
+	publish := func(ctx context.Context, envs []*events.Envelope) (importer.Published, error) {
+		res, err := bus.PublishAll(ctx, js, envs)
+		return importer.Published{Acked: res.Published, Duplicates: res.Duplicates, Failed: res.Failed}, err
+	}
+	client := &importer.Client{BaseURL: o.apiURL, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	report, err := importer.Run(ctx, cfg, results, len(bad), publish, client.Lookup)
+	if report != nil {
+		report.Write(stdout)
+	}
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	if len(bad) > 0 {
-		return fmt.Errorf("import: %d rejected lines", len(bad))
+	if err := report.Err(); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	return nil
 }

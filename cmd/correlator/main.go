@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -37,7 +36,7 @@ func main() {
 	}
 }
 
-const usageText = `usage: correlator [command] [flags]
+const usageText = `usage: correlator [command] [flags]   (flags may also come before the command)
 
 commands:
   serve     consume the stream into Postgres (default); migrates the schema first
@@ -78,19 +77,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.PrintDefaults()
 	}
 
-	cmd, rest := "serve", args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		cmd, rest = rest[0], rest[1:]
-	}
-	if err := fs.Parse(rest); err != nil {
+	// Flags may come before or after the command.
+	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	if fs.NArg() > 0 {
+	cmd, rest := "serve", fs.Args()
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if len(rest) > 0 {
 		fs.Usage()
-		return config.Usagef("unexpected arguments %q", fs.Args())
+		return config.Usagef("unexpected arguments %q", rest)
+	}
+	switch cmd {
+	case "serve", "migrate", "rebuild":
+	default:
+		fs.Usage()
+		return config.Usagef("unknown command %q", cmd)
 	}
 	logger, err := o.log.Logger(stderr, "correlator")
 	if err != nil {
@@ -117,11 +123,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stdout, "rebuilt projections from %d events in %s (%d no longer decode)\n", res.Events, time.Since(start).Round(time.Millisecond), res.Rejected)
 		return nil
-	case "serve":
-		return serve(ctx, o, db, logger)
 	default:
-		fs.Usage()
-		return config.Usagef("unknown command %q", cmd)
+		return serve(ctx, o, db, logger)
 	}
 }
 

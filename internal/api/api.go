@@ -22,7 +22,7 @@ import (
 	"github.com/schedlens/schedlens/internal/store"
 )
 
-// Page size bounds of GET /v1/pods.
+// Page size bounds of GET /v1/pods and GET /v1/unattributed-requests.
 const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
@@ -54,6 +54,8 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
 	r.Get("/v1/stats", s.stats)
 	r.Get("/v1/dead-letters", s.deadLetters)
+	r.Get("/v1/unattributed-requests", s.unattributed)
+	r.Post("/v1/requests/lookup", s.lookupRequests)
 	r.Get("/v1/experiments", s.listExperiments)
 	r.Get("/v1/experiments/{name}", s.experiment)
 	r.Put("/v1/experiments/{name}", s.putExperiment)

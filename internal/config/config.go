@@ -31,11 +31,13 @@ const (
 	DefaultDatabaseURL = "postgres://root@127.0.0.1:5432/schedlens?sslmode=disable"
 )
 
-// FlagSet is a flag.FlagSet whose flags may default from the environment.
+// FlagSet is a flag.FlagSet whose flags may default from the environment and may come before,
+// between or after the positional arguments (a command, a format, a FILE, a NAME).
 type FlagSet struct {
 	*flag.FlagSet
 	getenv func(string) string
 	errs   []error
+	args   []string
 }
 
 // New returns a FlagSet that reports errors instead of exiting and prints usage to out.
@@ -91,11 +93,28 @@ func (f *FlagSet) Duration(p *time.Duration, name, env string, def time.Duration
 	f.DurationVar(p, name, *p, usage(u, env))
 }
 
-// Parse parses args. Bad environment values are reported like bad flags: with the usage, as an
-// error. A request for help returns flag.ErrHelp.
+// Parse parses args, flags and positional arguments in any order: `import vegeta -cluster bar
+// FILE` is `import -cluster bar vegeta FILE`. Everything after "--" is positional (a FILE named
+// "-x"); "-" alone is positional (stdin). Bad environment values are reported like bad flags:
+// with the usage, as an error. A request for help returns flag.ErrHelp.
 func (f *FlagSet) Parse(args []string) error {
-	if err := f.FlagSet.Parse(args); err != nil {
-		return err
+	f.args = nil
+	for {
+		if err := f.FlagSet.Parse(args); err != nil {
+			return err
+		}
+		rest := f.FlagSet.Args()
+		// flag stops at the first non-flag, and also after "--", which it consumes: tell the
+		// two apart by what preceded the remainder.
+		if len(rest) == 0 {
+			break
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			f.args = append(f.args, rest...)
+			break
+		}
+		f.args = append(f.args, rest[0])
+		args = rest[1:]
 	}
 	if len(f.errs) > 0 {
 		err := errors.Join(f.errs...)
@@ -104,6 +123,20 @@ func (f *FlagSet) Parse(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// Args returns the positional arguments, wherever they stood among the flags.
+func (f *FlagSet) Args() []string { return f.args }
+
+// NArg is the number of positional arguments.
+func (f *FlagSet) NArg() int { return len(f.args) }
+
+// Arg returns the i'th positional argument, or "" when there is none.
+func (f *FlagSet) Arg(i int) string {
+	if i < 0 || i >= len(f.args) {
+		return ""
+	}
+	return f.args[i]
 }
 
 // Logging holds the log settings every binary shares.

@@ -74,7 +74,8 @@ func serve(w http.ResponseWriter, r *http.Request, o *Options, publish func(cont
 		tooLarge()
 		return
 	}
-	envs, rejected, err := parseNDJSON(http.MaxBytesReader(w, r.Body, o.MaxBytes), o)
+	results, rejected, err := parseNDJSON(http.MaxBytesReader(w, r.Body, o.MaxBytes), o)
+	envs := envelopes(results)
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):

@@ -1,7 +1,8 @@
 // Package ingest turns request results recorded outside schedlens (a load generator's, a
 // gateway's log) into request envelopes: NDJSON rows posted to /v1/ingest/requests or read from
-// a file, and vegeta's JSON-encoded results. Ids are derived from the input, so importing the
-// same results twice stores nothing twice.
+// a file, and vegeta's JSON-encoded results. Ids are derived from the input and the cluster, so
+// importing the same results twice stores nothing twice while importing them again into
+// another cluster (a corrected -cluster) stores them there.
 package ingest
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,6 +27,57 @@ const DefaultMaxBytes = 32 << 20
 // maxLine bounds one input line (one row or one vegeta result); a longer line is rejected
 // on its own instead of aborting the whole input.
 const maxLine = 1 << 20
+
+// MaxClusterInID bounds the cluster name of imported results: it is part of their ids, which
+// must stay within events.MaxIDLen.
+const MaxClusterInID = 100
+
+// Format names an input format of Parse.
+type Format string
+
+// The input formats.
+const (
+	FormatVegeta Format = "vegeta" // `vegeta encode -to json`, one result per line
+	FormatNDJSON Format = "ndjson" // Row, one per line
+)
+
+// Result is one converted input line.
+type Result struct {
+	Line     int              // 1-based line number in the input
+	Envelope *events.Envelope // the request envelope, with its id
+	// LegacyID is the id the same line got before ids included the cluster (and, for a result
+	// attributed with HostPods, the pod): an importer that finds it stored in the same cluster
+	// knows the result was imported before the change and need not store it again.
+	LegacyID string
+}
+
+// Parse converts an input of the given format; see ParseVegeta and ParseNDJSON.
+func Parse(format Format, r io.Reader, o Options) ([]Result, []LineError, error) {
+	switch format {
+	case FormatVegeta:
+		o, err := o.resolve("vegeta")
+		if err != nil {
+			return nil, nil, err
+		}
+		return parseVegeta(r, &o)
+	case FormatNDJSON:
+		o, err := o.resolve("ingest")
+		if err != nil {
+			return nil, nil, err
+		}
+		return parseNDJSON(r, &o)
+	}
+	return nil, nil, fmt.Errorf("ingest: unknown format %q (want vegeta or ndjson)", format)
+}
+
+// envelopes drops what only importers need.
+func envelopes(results []Result) []*events.Envelope {
+	out := make([]*events.Envelope, len(results))
+	for i, r := range results {
+		out[i] = r.Envelope
+	}
+	return out
+}
 
 // Options say where results come from and how to attribute them.
 type Options struct {
@@ -69,8 +122,11 @@ func (o Options) resolve(source string) (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckCluster(o.Cluster); err != nil {
+		return o, fmt.Errorf("ingest options: %w", err)
+	}
 	probe := func(pod *events.PodRef, ip string) error {
-		_, err := o.envelope("request/ingest/probe", time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
+		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
 		return err
 	}
 	if err := probe(nil, "127.0.0.1"); err != nil {
@@ -108,6 +164,25 @@ func (o *Options) envelope(id string, sent, observed time.Time, pod *events.PodR
 		return nil, err
 	}
 	return events.Decode(b)
+}
+
+// CheckCluster says whether results of cluster fit in request ids: its name, escaped, is at
+// most MaxClusterInID bytes. (Whether it is a valid subject token the codec checks.)
+func CheckCluster(cluster string) error {
+	if len(clusterSegment(cluster)) > MaxClusterInID {
+		return fmt.Errorf("cluster: longer than %d bytes (request ids include it)", MaxClusterInID)
+	}
+	return nil
+}
+
+// clusterSegment is the cluster as it appears in an id: path-escaped, so that a '/' in a cluster
+// name cannot make two (cluster, rest) pairs one id.
+func clusterSegment(cluster string) string { return url.PathEscape(cluster) }
+
+// idPrefix is "request/<format>/<cluster>/": results imported into two clusters are two
+// results, so a re-import with a corrected -cluster is stored, not dropped as a copy.
+func idPrefix(format, cluster string) string {
+	return format + clusterSegment(cluster) + "/"
 }
 
 // hashID returns the first 32 hex digits of the SHA-256 of b.
@@ -162,7 +237,7 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 
 // eachLine calls fn with every non-blank line and its number, collecting the errors fn returns
 // as LineErrors. It stops only on a read error, which it returns wrapped with the line number.
-func eachLine(r io.Reader, fn func(line []byte) error) ([]LineError, error) {
+func eachLine(r io.Reader, fn func(n int, line []byte) error) ([]LineError, error) {
 	var rejected []LineError
 	lr := newLineReader(r)
 	for {
@@ -178,7 +253,7 @@ func eachLine(r io.Reader, fn func(line []byte) error) ([]LineError, error) {
 			rejected = append(rejected, LineError{lr.n, fmt.Errorf("longer than %d bytes", maxLine)})
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
-			if err := fn(line); err != nil {
+			if err := fn(lr.n, line); err != nil {
 				rejected = append(rejected, LineError{lr.n, err})
 			}
 		}

@@ -25,7 +25,7 @@ type request struct {
 	Data       events.Request
 }
 
-var hashed = regexp.MustCompile(`^(request/(ingest|vegeta)/)[0-9a-f]{32}$`)
+var hashed = regexp.MustCompile(`^(request/(ingest|vegeta)/lab/)[0-9a-f]{32}$`)
 
 // requests summarises envelopes after checking what every one must have. A content-hash id
 // is shown as "<prefix>#": the hashes themselves are pinned by the golden id tests.

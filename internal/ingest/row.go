@@ -43,39 +43,34 @@ type Row struct {
 	BytesOut     int64      `json:"bytes_out,omitempty"`
 }
 
-// Id prefixes of the envelopes made from NDJSON rows.
-const (
-	rowIDPrefix = "request/ingest/"
-	maxRowIDLen = events.MaxIDLen - len(rowIDPrefix)
-)
+// rowIDPrefix starts the ids of the envelopes made from NDJSON rows.
+const rowIDPrefix = "request/ingest/"
 
 // ParseNDJSON converts NDJSON rows (see Row) into request envelopes. Rows that are not valid
 // become LineErrors with their 1-based line numbers and the other rows are converted all the
 // same; blank lines are skipped. Only a read error (or unusable options) aborts.
 func ParseNDJSON(r io.Reader, o Options) ([]*events.Envelope, []LineError, error) {
-	o, err := o.resolve("ingest")
-	if err != nil {
-		return nil, nil, err
-	}
-	return parseNDJSON(r, &o)
+	results, rejected, err := Parse(FormatNDJSON, r, o)
+	return envelopes(results), rejected, err
 }
 
-func parseNDJSON(r io.Reader, o *Options) ([]*events.Envelope, []LineError, error) {
+func parseNDJSON(r io.Reader, o *Options) ([]Result, []LineError, error) {
 	observed := o.Now()
-	var envs []*events.Envelope
-	rejected, err := eachLine(r, func(line []byte) error {
+	var out []Result
+	rejected, err := eachLine(r, func(n int, line []byte) error {
 		row, err := decodeRow(line)
 		if err != nil {
 			return err
 		}
-		env, err := rowEnvelope(row, o, observed)
+		res, err := rowEnvelope(row, o, observed)
 		if err != nil {
 			return err
 		}
-		envs = append(envs, env)
+		res.Line = n
+		out = append(out, res)
 		return nil
 	})
-	return envs, rejected, err
+	return out, rejected, err
 }
 
 // decodeRow reads one line strictly: one JSON object of Row's fields and nothing else. Times
@@ -149,29 +144,29 @@ type canonicalRow struct {
 }
 
 // rowEnvelope validates a decoded row and builds its envelope.
-func rowEnvelope(row Row, o *Options, observed time.Time) (*events.Envelope, error) {
+func rowEnvelope(row Row, o *Options, observed time.Time) (Result, error) {
 	var pod *events.PodRef
 	switch {
 	case row.PodUID != "":
 		switch {
 		case !events.ValidUID(row.PodUID):
-			return nil, fmt.Errorf("pod_uid: %q is not a Kubernetes UID", row.PodUID)
+			return Result{}, fmt.Errorf("pod_uid: %q is not a Kubernetes UID", row.PodUID)
 		case row.PodNamespace == "":
-			return nil, errors.New("pod_namespace: missing (required with pod_uid)")
+			return Result{}, errors.New("pod_namespace: missing (required with pod_uid)")
 		case row.PodName == "":
-			return nil, errors.New("pod_name: missing (required with pod_uid)")
+			return Result{}, errors.New("pod_name: missing (required with pod_uid)")
 		}
 		pod = &events.PodRef{Namespace: row.PodNamespace, Name: row.PodName, UID: row.PodUID}
 	case row.PodNamespace != "" || row.PodName != "":
-		return nil, errors.New("pod_uid: missing (pod_namespace and pod_name need it; without a UID name the pod by pod_ip)")
+		return Result{}, errors.New("pod_uid: missing (pod_namespace and pod_name need it; without a UID name the pod by pod_ip)")
 	case row.PodIP == "":
-		return nil, errors.New("names no pod: give pod_uid (with pod_namespace and pod_name) or pod_ip")
+		return Result{}, errors.New("names no pod: give pod_uid (with pod_namespace and pod_name) or pod_ip")
 	}
 	podIP := ""
 	if row.PodIP != "" {
 		ip, err := netip.ParseAddr(row.PodIP)
 		if err != nil {
-			return nil, fmt.Errorf("pod_ip: %q is not an IP address", row.PodIP)
+			return Result{}, fmt.Errorf("pod_ip: %q is not an IP address", row.PodIP)
 		}
 		podIP = ip.Unmap().WithZone("").String()
 	}
@@ -181,24 +176,24 @@ func rowEnvelope(row Row, o *Options, observed time.Time) (*events.Envelope, err
 	case row.LatencyMS != nil:
 		latency = *row.LatencyMS
 		if latency < 0 {
-			return nil, fmt.Errorf("latency_ms: negative (%g)", latency)
+			return Result{}, fmt.Errorf("latency_ms: negative (%g)", latency)
 		}
 	case row.ReceivedAt != nil:
 		d := row.ReceivedAt.Sub(row.SentAt)
 		if d < 0 {
-			return nil, fmt.Errorf("received_at: %s is before sent_at", row.ReceivedAt.Format(time.RFC3339Nano))
+			return Result{}, fmt.Errorf("received_at: %s is before sent_at", row.ReceivedAt.Format(time.RFC3339Nano))
 		}
 		latency = float64(d) / float64(time.Millisecond)
 	default:
-		return nil, errors.New("latency_ms: missing (give latency_ms or received_at)")
+		return Result{}, errors.New("latency_ms: missing (give latency_ms or received_at)")
 	}
 	switch {
 	case row.Status != 0 && (row.Status < 100 || row.Status > 999):
-		return nil, fmt.Errorf("status: %d is not an HTTP status code", row.Status)
+		return Result{}, fmt.Errorf("status: %d is not an HTTP status code", row.Status)
 	case row.BytesIn < 0:
-		return nil, fmt.Errorf("bytes_in: negative (%d)", row.BytesIn)
+		return Result{}, fmt.Errorf("bytes_in: negative (%d)", row.BytesIn)
 	case row.BytesOut < 0:
-		return nil, fmt.Errorf("bytes_out: negative (%d)", row.BytesOut)
+		return Result{}, fmt.Errorf("bytes_out: negative (%d)", row.BytesOut)
 	}
 	ok := 200 <= row.Status && row.Status < 400 && row.Error == ""
 	if row.OK != nil {
@@ -216,26 +211,32 @@ func rowEnvelope(row Row, o *Options, observed time.Time) (*events.Envelope, err
 		PodIP:     podIP,
 	}
 
-	id, err := rowID(row, req)
+	key, err := rowKey(row, req)
 	if err != nil {
-		return nil, err
+		return Result{}, err
 	}
-	return o.envelope(id, row.SentAt, observed, pod, req)
+	prefix := idPrefix(rowIDPrefix, o.Cluster)
+	if len(prefix)+len(key) > events.MaxIDLen {
+		return Result{}, fmt.Errorf("id: longer than %d bytes (with the cluster, request ids are at most %d)", events.MaxIDLen-len(prefix), events.MaxIDLen)
+	}
+	env, err := o.envelope(prefix+key, row.SentAt, observed, pod, req)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Envelope: env, LegacyID: rowIDPrefix + key}, nil
 }
 
-// rowID is "request/ingest/" and the row's own id, or the first 32 hex digits of the SHA-256
-// of its canonical form.
-func rowID(row Row, req *events.Request) (string, error) {
+// rowKey is what follows "request/ingest/<cluster>/" in a row's id: the row's own id, or the
+// first 32 hex digits of the SHA-256 of its canonical form. Before ids included the cluster,
+// "request/ingest/" and the key was the whole id.
+func rowKey(row Row, req *events.Request) (string, error) {
 	if row.ID != "" {
-		if len(row.ID) > maxRowIDLen {
-			return "", fmt.Errorf("id: longer than %d bytes", maxRowIDLen)
-		}
 		for _, r := range row.ID {
 			if unicode.IsControl(r) || unicode.IsSpace(r) {
 				return "", fmt.Errorf("id: %q contains a space or control character", row.ID)
 			}
 		}
-		return rowIDPrefix + row.ID, nil
+		return row.ID, nil
 	}
 	b, err := json.Marshal(canonicalRow{
 		PodUID:       row.PodUID,
@@ -255,7 +256,7 @@ func rowID(row Row, req *events.Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("hash row: %w", err)
 	}
-	return rowIDPrefix + hashID(b), nil
+	return hashID(b), nil
 }
 
 func jsonType(b []byte) string {

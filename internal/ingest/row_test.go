@@ -22,42 +22,42 @@ func TestParseNDJSONGoodRows(t *testing.T) {
 	}{{
 		name: "pod by uid",
 		row:  `{"pod_uid":"` + uid + `","pod_namespace":"infer","pod_name":"llm-0","sent_at":"2025-03-01T10:00:00.123456789Z","latency_ms":41.5,"status":200,"target":"http://llm/v1/completions","method":"POST","bytes_in":512,"bytes_out":64}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:00.123456Z", Pod: "infer/llm-0 " + uid,
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:00.123456Z", Pod: "infer/llm-0 " + uid,
 			Data: events.Request{Target: "http://llm/v1/completions", Status: 200, OK: true, LatencyMS: 41.5, BytesIn: 512, BytesOut: 64, Method: "POST"}},
 	}, {
 		name: "pod by ip only",
 		row:  `{"pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:01Z","latency_ms":12,"status":503,"error":"upstream overloaded"}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:01Z",
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:01Z",
 			Data: events.Request{Status: 503, OK: false, LatencyMS: 12, Error: "upstream overloaded", PodIP: "10.1.2.3"}},
 	}, {
 		name: "uid and ip, ipv4-mapped ip normalised",
 		row:  `{"pod_uid":"` + uid + `","pod_namespace":"infer","pod_name":"llm-0","pod_ip":"::ffff:10.1.2.3","sent_at":"2025-03-01T10:00:02Z","latency_ms":3,"status":204}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:02Z", Pod: "infer/llm-0 " + uid,
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:02Z", Pod: "infer/llm-0 " + uid,
 			Data: events.Request{Status: 204, OK: true, LatencyMS: 3, PodIP: "10.1.2.3"}},
 	}, {
 		name: "received_at instead of latency_ms, offset time in UTC",
 		row:  `{"pod_ip":"fd00::7","sent_at":"2025-03-01T11:00:00.5+01:00","received_at":"2025-03-01T11:00:00.7505+01:00","status":200}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:00.5Z",
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:00.5Z",
 			Data: events.Request{Status: 200, OK: true, LatencyMS: 250.5, PodIP: "fd00::7"}},
 	}, {
 		name: "ok defaults to false without a status",
 		row:  `{"pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:03Z","latency_ms":30000,"error":"context deadline exceeded"}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:03Z",
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:03Z",
 			Data: events.Request{OK: false, LatencyMS: 30000, Error: "context deadline exceeded", PodIP: "10.1.2.3"}},
 	}, {
 		name: "ok defaults to false with an error despite a 200",
 		row:  `{"pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:04Z","latency_ms":5,"status":200,"error":"truncated body"}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:04Z",
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:04Z",
 			Data: events.Request{Status: 200, OK: false, LatencyMS: 5, Error: "truncated body", PodIP: "10.1.2.3"}},
 	}, {
 		name: "explicit ok overrides the default",
 		row:  `{"pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:05Z","latency_ms":5,"status":200,"ok":false}`,
-		want: request{ID: "request/ingest/#", OccurredAt: "2025-03-01T10:00:05Z",
+		want: request{ID: "request/ingest/lab/#", OccurredAt: "2025-03-01T10:00:05Z",
 			Data: events.Request{Status: 200, OK: false, LatencyMS: 5, PodIP: "10.1.2.3"}},
 	}, {
 		name: "explicit id",
 		row:  `{"id":"run7-000042","pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:06Z","latency_ms":0,"status":302}`,
-		want: request{ID: "request/ingest/run7-000042", OccurredAt: "2025-03-01T10:00:06Z",
+		want: request{ID: "request/ingest/lab/run7-000042", OccurredAt: "2025-03-01T10:00:06Z",
 			Data: events.Request{Status: 302, OK: true, LatencyMS: 0, PodIP: "10.1.2.3"}},
 	}}
 	for _, tt := range tests {
@@ -220,8 +220,76 @@ func TestNDJSONIDs(t *testing.T) {
 		t.Fatalf("err %v, rejected %v", err, lineErrors(rejected))
 	}
 	// Pinned: a changed id scheme would store every re-imported result a second time.
-	const golden = "request/ingest/c174839fb2f6cf9533906ceeb422f0e4"
+	const golden = "request/ingest/lab/c174839fb2f6cf9533906ceeb422f0e4"
 	if diff := cmp.Diff([]string{golden, golden, golden}, ids(envs)); diff != "" {
 		t.Errorf("ids of one result spelt three ways (-want +got):\n%s", diff)
+	}
+	// The id the same row had before ids included the cluster, pinned as it was then.
+	results, _, _ := ingest.Parse(ingest.FormatNDJSON, strings.NewReader(same[0]), options())
+	if len(results) != 1 || results[0].LegacyID != "request/ingest/c174839fb2f6cf9533906ceeb422f0e4" || results[0].Line != 1 {
+		t.Errorf("legacy id: %+v", results)
+	}
+}
+
+// The cluster is part of every id (escaped, so a '/' in it cannot make two ids one); the
+// source is not: the same result from a relabelled importer is the same result.
+func TestNDJSONIDsIncludeTheCluster(t *testing.T) {
+	rows := strings.Join([]string{
+		`{"pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:00Z","latency_ms":10,"status":200}`,
+		`{"id":"b/c","pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:00Z","latency_ms":10,"status":200}`,
+	}, "\n")
+	parse := func(cluster, source string) []ingest.Result {
+		t.Helper()
+		o := options()
+		o.Cluster, o.Source = cluster, source
+		results, rejected, err := ingest.Parse(ingest.FormatNDJSON, strings.NewReader(rows), o)
+		if err != nil || len(rejected) != 0 || len(results) != 2 {
+			t.Fatalf("cluster %q: %d results, err %v, rejected %v", cluster, len(results), err, lineErrors(rejected))
+		}
+		return results
+	}
+	var got []string
+	for _, c := range []string{"lab", "bar", "a/b", "a"} {
+		for _, r := range parse(c, "loadgen") {
+			got = append(got, r.Envelope.ID+" legacy "+r.LegacyID)
+		}
+	}
+	want := []string{
+		"request/ingest/lab/c174839fb2f6cf9533906ceeb422f0e4 legacy request/ingest/c174839fb2f6cf9533906ceeb422f0e4",
+		"request/ingest/lab/b/c legacy request/ingest/b/c",
+		"request/ingest/bar/c174839fb2f6cf9533906ceeb422f0e4 legacy request/ingest/c174839fb2f6cf9533906ceeb422f0e4",
+		"request/ingest/bar/b/c legacy request/ingest/b/c",
+		"request/ingest/a%2Fb/c174839fb2f6cf9533906ceeb422f0e4 legacy request/ingest/c174839fb2f6cf9533906ceeb422f0e4",
+		"request/ingest/a%2Fb/b/c legacy request/ingest/b/c",
+		"request/ingest/a/c174839fb2f6cf9533906ceeb422f0e4 legacy request/ingest/c174839fb2f6cf9533906ceeb422f0e4",
+		"request/ingest/a/b/c legacy request/ingest/b/c",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ids per cluster (-want +got):\n%s", diff)
+	}
+	if a, b := parse("lab", "loadgen"), parse("lab", "other"); a[0].Envelope.ID != b[0].Envelope.ID {
+		t.Errorf("the source changed the id: %s, %s", a[0].Envelope.ID, b[0].Envelope.ID)
+	}
+}
+
+// A cluster name too long to fit in ids is refused up front; a client id that does not fit
+// with the cluster is refused on its line.
+func TestIDLengthLimits(t *testing.T) {
+	o := options()
+	o.Cluster = strings.Repeat("c", ingest.MaxClusterInID+1)
+	if _, _, err := ingest.ParseNDJSON(strings.NewReader(""), o); err == nil || !strings.Contains(err.Error(), "request ids include it") {
+		t.Errorf("a %d-byte cluster: err %v", len(o.Cluster), err)
+	}
+	o.Cluster = strings.Repeat("c", ingest.MaxClusterInID)
+	fits := strings.Repeat("i", events.MaxIDLen-len("request/ingest/")-ingest.MaxClusterInID-1)
+	input := `{"id":"` + fits + `","pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:00Z","latency_ms":1}` + "\n" +
+		`{"id":"` + fits + `x","pod_ip":"10.1.2.3","sent_at":"2025-03-01T10:00:00Z","latency_ms":1}`
+	envs, rejected, err := ingest.ParseNDJSON(strings.NewReader(input), o)
+	if err != nil || len(envs) != 1 || len(envs[0].ID) != events.MaxIDLen {
+		t.Fatalf("err %v, %d envelopes", err, len(envs))
+	}
+	want := []string{"line 2: id: longer than 84 bytes (with the cluster, request ids are at most 200)"}
+	if diff := cmp.Diff(want, lineErrors(rejected)); diff != "" {
+		t.Errorf("rejected (-want +got):\n%s", diff)
 	}
 }

@@ -28,16 +28,17 @@ const vegetaIDPrefix = "request/vegeta/"
 // The serving pod is the host of the result's URL when that host is an IP address (data.pod_ip,
 // attributed by the correlator), or the pod Options.HostPods maps the host name to.
 func ParseVegeta(r io.Reader, o Options) ([]*events.Envelope, []LineError, error) {
-	o, err := o.resolve("vegeta")
-	if err != nil {
-		return nil, nil, err
-	}
+	results, rejected, err := Parse(FormatVegeta, r, o)
+	return envelopes(results), rejected, err
+}
+
+func parseVegeta(r io.Reader, o *Options) ([]Result, []LineError, error) {
 	observed := o.Now()
-	var envs []*events.Envelope
+	var out []Result
 	// vegeta.NewJSONDecoder reads one line per result but cannot say which line failed, and it
 	// answers io.EOF (the end of input, to its callers) for a blank line, a cut-off object and
 	// a last line without a newline; so lines are split here and each gets a decoder of its own.
-	rejected, err := eachLine(r, func(line []byte) error {
+	rejected, err := eachLine(r, func(n int, line []byte) error {
 		var res vegeta.Result
 		in := append(bytes.TrimSpace(line), '\n')
 		if err := vegeta.NewJSONDecoder(bytes.NewReader(in)).Decode(&res); err != nil {
@@ -48,14 +49,14 @@ func ParseVegeta(r io.Reader, o Options) ([]*events.Envelope, []LineError, error
 			}
 			return fmt.Errorf("not a vegeta JSON result: %w", err)
 		}
-		env, err := vegetaEnvelope(&res, &o, observed)
+		env, err := vegetaEnvelope(&res, o, observed)
 		if err != nil {
 			return err
 		}
-		envs = append(envs, env)
+		out = append(out, Result{Line: n, Envelope: env, LegacyID: vegetaIDPrefix + vegetaHash(&res, nil)})
 		return nil
 	})
-	return envs, rejected, err
+	return out, rejected, err
 }
 
 // vegetaEnvelope validates one decoded result and builds its envelope.
@@ -98,22 +99,29 @@ func vegetaEnvelope(res *vegeta.Result, o *Options, observed time.Time) (*events
 	} else {
 		return nil, fmt.Errorf("cannot attribute: host %q is not a pod IP (map it to a pod)", host)
 	}
-	return o.envelope(vegetaID(res), res.Timestamp, observed, pod, req)
+	return o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+vegetaHash(res, pod), res.Timestamp, observed, pod, req)
 }
 
-// vegetaID is "request/vegeta/" and the first 32 hex digits of the SHA-256 of the result's
-// attack name, sequence number, timestamp (UTC, nanoseconds), URL and method, each written as
-// a netstring ("<len>:<bytes>,") so no two field lists run together into the same bytes.
-func vegetaID(res *vegeta.Result) string {
+// vegetaHash is the last part of a vegeta result's id, "request/vegeta/<cluster>/<hash>": the
+// first 32 hex digits of the SHA-256 of the result's attack name, sequence number, timestamp
+// (UTC, nanoseconds), URL and method, and, when a -host-pod mapping named the serving pod, its
+// namespace, name and UID, each written as a netstring ("<len>:<bytes>,") so no two field lists
+// run together into the same bytes. Before ids included the cluster the id was
+// "request/vegeta/" and the hash without a pod.
+func vegetaHash(res *vegeta.Result, pod *events.PodRef) string {
 	h := sha256.New()
-	for _, f := range []string{
+	fields := []string{
 		res.Attack,
 		strconv.FormatUint(res.Seq, 10),
 		res.Timestamp.UTC().Format(time.RFC3339Nano),
 		res.URL,
 		res.Method,
-	} {
+	}
+	if pod != nil {
+		fields = append(fields, pod.Namespace, pod.Name, pod.UID)
+	}
+	for _, f := range fields {
 		fmt.Fprintf(h, "%d:%s,", len(f), f)
 	}
-	return vegetaIDPrefix + hex.EncodeToString(h.Sum(nil))[:32]
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }

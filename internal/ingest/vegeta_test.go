@@ -93,7 +93,7 @@ func checkAgainstInput(t *testing.T, input []byte, envs []*events.Envelope) {
 			t.Errorf("%s: latency_ms %v, want %v", env.ID, req.LatencyMS, want)
 		}
 		if !hashed.MatchString(env.ID) || !strings.HasPrefix(env.ID, "request/vegeta/") || seen[env.ID] {
-			t.Errorf("id %q: want a distinct request/vegeta/<32 hex>", env.ID)
+			t.Errorf("id %q: want a distinct request/vegeta/lab/<32 hex>", env.ID)
 		}
 		seen[env.ID] = true
 	}
@@ -201,13 +201,51 @@ func TestVegetaIDs(t *testing.T) {
 		t.Fatalf("err %v, rejected %v", err, lineErrors(rejected))
 	}
 	// Pinned: a changed id scheme would store every re-imported result a second time.
-	const golden = "request/vegeta/899cacc4e578b75a50ea4e44437aa99d"
+	const golden = "request/vegeta/lab/899cacc4e578b75a50ea4e44437aa99d"
 	got := ids(envs)
 	if diff := cmp.Diff([]string{golden, golden}, got[:2]); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}
 	if got[2] == golden || got[3] == golden || got[2] == got[3] {
 		t.Errorf("results with another timestamp or url share an id: %v", got)
+	}
+
+	// The id before ids included the cluster, pinned as it was then; the cluster and a pod
+	// named by -host-pod make results distinct, the source does not.
+	idsOf := func(o ingest.Options) []string {
+		results, rejected, err := ingest.Parse(ingest.FormatVegeta, strings.NewReader(input), o)
+		if err != nil || len(rejected) != 0 {
+			t.Fatalf("err %v, rejected %v", err, lineErrors(rejected))
+		}
+		return []string{results[0].Envelope.ID, results[0].LegacyID}
+	}
+	const legacy = "request/vegeta/899cacc4e578b75a50ea4e44437aa99d"
+	o := options()
+	o.Source = "someone-else"
+	bar := options()
+	bar.Cluster = "bar"
+	mapped := options()
+	mapped.HostPods = map[string]events.PodRef{"10.1.2.3": {Namespace: "infer", Name: "llm-0", UID: "8a4c2f7e-1b3d-4e5f-9a8b-7c6d5e4f3a2b"}}
+	remapped := options()
+	remapped.HostPods = map[string]events.PodRef{"10.1.2.3": {Namespace: "infer", Name: "llm-1", UID: "9a4c2f7e-1b3d-4e5f-9a8b-7c6d5e4f3a2b"}}
+	for name, tc := range map[string]struct {
+		o    ingest.Options
+		want []string
+	}{
+		"another source":  {o, []string{golden, legacy}},
+		"another cluster": {bar, []string{"request/vegeta/bar/899cacc4e578b75a50ea4e44437aa99d", legacy}},
+	} {
+		if diff := cmp.Diff(tc.want, idsOf(tc.o)); diff != "" {
+			t.Errorf("%s: ids (-want +got):\n%s", name, diff)
+		}
+	}
+	for _, got := range [][]string{idsOf(mapped), idsOf(remapped)} {
+		if got[0] == golden || got[1] != legacy || !hashed.MatchString(got[0]) {
+			t.Errorf("a result mapped to a pod: ids %v, want a new request/vegeta/lab/<hash> and the legacy id", got)
+		}
+	}
+	if a, b := idsOf(mapped), idsOf(remapped); a[0] == b[0] {
+		t.Errorf("results mapped to two pods share id %s", a[0])
 	}
 }
 

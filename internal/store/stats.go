@@ -11,14 +11,18 @@ import (
 
 // Stats is what the store holds, for /v1/stats.
 type Stats struct {
-	EventsTotal      int64            `json:"events_total"`
-	DeadLettersTotal int64            `json:"dead_letters_total"`
-	PodsTotal        int64            `json:"pods_total"`
-	ByKind           map[string]int64 `json:"by_kind"`
-	LastEventAt      *time.Time       `json:"last_event_at"`
+	EventsTotal      int64 `json:"events_total"`
+	DeadLettersTotal int64 `json:"dead_letters_total"`
+	PodsTotal        int64 `json:"pods_total"`
+	// UnattributedRequestsTotal counts the results that name only a pod IP no known pod of
+	// their cluster held when they were sent: they wait (GET /v1/unattributed-requests).
+	UnattributedRequestsTotal int64            `json:"unattributed_requests_total"`
+	ByKind                    map[string]int64 `json:"by_kind"`
+	LastEventAt               *time.Time       `json:"last_event_at"`
 }
 
-// Stats counts events (from the running totals kept per batch), dead letters and pods.
+// Stats counts events (from the running totals kept per batch), dead letters, pods and the
+// results waiting for a pod.
 func (db *DB) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{ByKind: map[string]int64{}}
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
@@ -43,8 +47,9 @@ func (db *DB) Stats(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM pods)`).
-			Scan(&s.DeadLettersTotal, &s.PodsTotal)
+		return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM dead_letters), (SELECT count(*) FROM pods),
+			(SELECT count(*) FROM unattributed_requests)`).
+			Scan(&s.DeadLettersTotal, &s.PodsTotal, &s.UnattributedRequestsTotal)
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("read stats: %w", err)

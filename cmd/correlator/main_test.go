@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/schedlens/schedlens/internal/pgtest"
+)
+
+// -database-url is honoured before and after the command (the environment names an
+// unreachable server, so an ignored flag fails).
+func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
+	url := pgtest.URL(t)
+	env := func(k string) string {
+		if k == "SCHEDLENS_DATABASE_URL" {
+			return "postgres://root@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+		}
+		return ""
+	}
+	for _, args := range [][]string{
+		{"migrate", "-database-url", url},
+		{"-database-url", url, "migrate"},
+		{"-log-level", "warn", "migrate", "-database-url=" + url},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), append([]string{"correlator"}, args...), env, &stdout, &stderr); err != nil {
+			t.Errorf("correlator %q: %v\n%s", args, err, stderr.String())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migrate", "-database-url", url, "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"-database-url", url, "frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"correlator"}, tc.args...), env, &bytes.Buffer{}, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(stderr.String(), "usage:") {
+			t.Errorf("correlator %q: err %v; want a usage error saying %q", tc.args, err, tc.want)
+		}
+	}
+}

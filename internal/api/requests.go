@@ -1,0 +1,67 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// LookupRequest is the body of POST /v1/requests/lookup.
+type LookupRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// LookupResponse answers POST /v1/requests/lookup: the stored ones among the ids asked for.
+type LookupResponse struct {
+	Requests []store.RequestState `json:"requests"`
+}
+
+// lookupRequests says what became of request results by id: `collector import` reads back
+// through it whether the correlator stored its results and on which pods they landed. It is
+// a POST only because a thousand ids do not fit in a URL; it changes nothing.
+func (s *Server) lookupRequests(w http.ResponseWriter, r *http.Request) {
+	var body LookupRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		problem(w, http.StatusBadRequest, "Bad lookup", fmt.Sprintf(`want {"ids": ["…"]}: %v`, err))
+		return
+	}
+	if n := len(body.IDs); n == 0 || n > store.MaxLookup {
+		problem(w, http.StatusBadRequest, "Bad lookup", fmt.Sprintf("ids must hold 1 to %d ids, got %d", store.MaxLookup, n))
+		return
+	}
+	states, err := s.db.RequestStates(r.Context(), body.IDs)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, LookupResponse{Requests: states})
+}
+
+// unattributed lists the results waiting for a pod, oldest first, paged like /v1/pods.
+func (s *Server) unattributed(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, ok := parseLimit(w, r)
+	if !ok {
+		return
+	}
+	page, err := s.db.Unattributed(r.Context(), store.UnattributedFilter{Cluster: q.Get("cluster"), Source: q.Get("source")}, limit, q.Get("cursor"))
+	if errors.Is(err, store.ErrBadCursor) {
+		problem(w, http.StatusBadRequest, "Bad cursor", "cursor must be a next_cursor value returned by this endpoint")
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeJSON(w, map[string]any{"unattributed_requests": page.Requests, "next_cursor": next})
+}
