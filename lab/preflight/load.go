@@ -223,6 +223,11 @@ func stripComments(s string) string {
 
 var lineInError = regexp.MustCompile(`line (\d+)`)
 
+// Parse reads every document of b, named file in reports, into in.
+func (in *Input) Parse(file string, b []byte, defaultNamespace string) {
+	in.parse(file, b, defaultNamespace)
+}
+
 // parse reads every document of one file.
 func (in *Input) parse(file string, b []byte, defaultNamespace string) {
 	for _, d := range splitDocuments(b) {
