@@ -231,16 +231,15 @@ func (in *Input) Parse(file string, b []byte, defaultNamespace string) {
 // parse reads every document of one file.
 func (in *Input) parse(file string, b []byte, defaultNamespace string) {
 	for _, d := range splitDocuments(b) {
-		var root yamlv3.Node
-		if err := yamlv3.Unmarshal(d.text, &root); err != nil {
-			in.Errors = append(in.Errors, InputError{File: file, Line: errorLine(err, d.line), Message: "malformed YAML: " + cleanYAMLError(err)})
-			continue
-		}
+		// sigs.k8s.io/yaml (what kubectl reads with) decides and names the line; yaml.v3 only
+		// maps fields to lines (its parser errors count lines from 0).
 		js, err := yaml.YAMLToJSON(d.text)
 		if err != nil {
 			in.Errors = append(in.Errors, InputError{File: file, Line: errorLine(err, d.line), Message: "malformed YAML: " + cleanYAMLError(err)})
 			continue
 		}
+		var root yamlv3.Node
+		_ = yamlv3.Unmarshal(d.text, &root)
 		node := &root
 		if node.Kind == yamlv3.DocumentNode && len(node.Content) > 0 {
 			node = node.Content[0]
@@ -261,7 +260,7 @@ func cleanYAMLError(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "error converting YAML to JSON: ")
 	s = strings.TrimPrefix(s, "yaml: ")
-	return lineInError.ReplaceAllString(s, "")
+	return strings.TrimPrefix(lineInError.ReplaceAllString(s, ""), ": ")
 }
 
 // object decodes one object (or the items of a List) by kind.

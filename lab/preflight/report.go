@@ -43,18 +43,26 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SEVERITY\tRULE\tOBJECT\tWHERE\tFINDING")
+		var seen []string
 		for _, f := range r.Findings {
-			where := fmt.Sprintf("%s:%d", f.Object.File, f.Line)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Severity, f.Rule, f.Object.String(), where, f.Message)
-			if f.Field != "" {
-				fmt.Fprintf(tw, "\t\t\t\tfield: %s\n", f.Field)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s:%d\t%s\n", f.Severity, f.Rule, f.Object.String(), f.Object.File, f.Line, f.Message)
+			rule, _ := RuleByID(f.Rule)
+			if f.Severity != Info && f.Fix != rule.Fix {
+				fmt.Fprintf(tw, "\t\t\t\tfix: %s\n", f.Fix)
 			}
-			if f.Severity != Info {
-				fmt.Fprintf(tw, "\t\t\t\twhy: %s\n\t\t\t\tfix: %s\n", f.Why, f.Fix)
+			if f.Severity != Info && !slices.Contains(seen, f.Rule) {
+				seen = append(seen, f.Rule)
 			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if len(seen) > 0 {
+			fmt.Fprintln(w, "\nwhy, and the usual fix:")
+			for _, id := range seen {
+				rule, _ := RuleByID(id)
+				fmt.Fprintf(w, "  %s: %s.\n    fix: %s\n", id, rule.Why, rule.Fix)
+			}
 		}
 	}
 	if s := r.Simulation; s != nil {
