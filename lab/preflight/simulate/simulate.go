@@ -108,6 +108,10 @@ func (s *Simulator) Run(ctx context.Context, in *preflight.SimulationInput, time
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(s.client, 0)
+	defer func() {
+		cancel() // the informers stop on ctx; Shutdown waits for them
+		f.Shutdown()
+	}()
 	podInf, evInf := f.Core().V1().Pods().Informer(), f.Events().V1().Events().Informer()
 	r := &run{s: s, in: in, timeout: timeout, pods: podInf.GetIndexer(), events: evInf.GetIndexer(),
 		nodes: map[string]*corev1.Node{}, existing: map[string]*corev1.Pod{}, uids: map[types.UID]string{}}
@@ -118,10 +122,6 @@ func (s *Simulator) Run(ctx context.Context, in *preflight.SimulationInput, time
 		return nil, err
 	}
 	f.Start(ctx.Done())
-	defer func() {
-		cancel() // the informers stop on ctx; Shutdown waits for them
-		f.Shutdown()
-	}()
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, evInf.HasSynced) {
 		return nil, errors.New("simulation informers did not sync")
 	}
