@@ -49,6 +49,12 @@ func ModelLoadKeys(in *Input) []ModelLoadKey {
 // (GET /v1/pods?experiment=&arm=, every page). Keys without measurements are left out.
 func FetchModelLoads(ctx context.Context, client *http.Client, baseURL string, keys []ModelLoadKey) (map[ModelLoadKey]ModelLoad, error) {
 	out := map[ModelLoadKey]ModelLoad{}
+	if len(keys) == 0 { // still say so now when the URL is wrong
+		var page struct{}
+		if err := getJSON(ctx, client, strings.TrimRight(baseURL, "/")+"/v1/pods?limit=1", &page); err != nil {
+			return nil, fmt.Errorf("schedlens api: %w", err)
+		}
+	}
 	for _, k := range keys {
 		var loads []float64
 		cursor := ""
