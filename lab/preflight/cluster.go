@@ -171,20 +171,6 @@ func allocatable(n *corev1.Node, r corev1.ResourceName) int64 {
 	return 0
 }
 
-// used sums the requests for a resource of the cluster's pods on a node.
-func (c *Cluster) used(node string, r corev1.ResourceName) int64 {
-	var sum int64
-	for _, p := range c.Pods {
-		if p.Spec.NodeName != node {
-			continue
-		}
-		if g := kube.GPUOf(p, nil); g != nil && corev1.ResourceName(g.Resource) == r {
-			sum += g.Count
-		}
-	}
-	return sum
-}
-
 // advertised lists the GPU resources some node offers, with how many nodes offer each.
 func (c *Cluster) advertised() map[corev1.ResourceName]int {
 	out := map[corev1.ResourceName]int{}

@@ -142,3 +142,17 @@ func TestDay20Manifests(t *testing.T) {
 		t.Errorf("day20 on the lab's cluster: exit %d, %+v", r.ExitCode(), r.Findings)
 	}
 }
+
+// helm template output: "---" then a "# Source:" comment per document, empty documents, a
+// document end marker; every object keeps the line it starts on.
+func TestLoadHelmOutput(t *testing.T) {
+	helm := "---\n# Source: llm/templates/pdb.yaml\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: llm\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: llm}}\n" +
+		"---\n# Source: llm/templates/empty.yaml\n---\n# Source: llm/templates/deployment.yaml\n" + deployment("llm", 1, container, "") + "...\n"
+	in := preflight.Load([]string{preflight.Stdin}, strings.NewReader(helm), "default")
+	if len(in.Errors) > 0 || len(in.PDBs) != 1 || len(in.Workloads) != 1 {
+		t.Fatalf("errors %v, %d PDBs, %d workloads", in.Errors, len(in.PDBs), len(in.Workloads))
+	}
+	if in.PDBs[0].Line != 3 || in.Workloads[0].Line != 14 || in.Workloads[0].File != "<stdin>" {
+		t.Errorf("lines: PDB %d (want 3), Deployment %s:%d (want <stdin>:14)", in.PDBs[0].Line, in.Workloads[0].File, in.Workloads[0].Line)
+	}
+}

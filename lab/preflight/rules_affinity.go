@@ -52,7 +52,7 @@ func (ch *checker) affinity(w *Workload) {
 		}
 		ch.f.add(RuleTaintUntolerated, "", w.Object, w.SpecPath("tolerations"),
 			"the only nodes that satisfy the GPU request and affinity are tainted: "+strings.Join(parts, "; "), "",
-			"tolerate the taint (e.g. tolerations: [{key: "+firstKey(p, taints)+", operator: Exists, effect: NoSchedule}]) or target untainted nodes")
+			"tolerate the taint (e.g. tolerations: [{key: "+firstKey(p)+", operator: Exists, effect: NoSchedule}]) or target untainted nodes")
 	}
 	if na == nil {
 		return
@@ -84,7 +84,7 @@ func (ch *checker) affinity(w *Workload) {
 	}
 }
 
-func firstKey(p *placement, _ map[string][]string) string {
+func firstKey(p *placement) string {
 	if len(p.fit) > 0 {
 		if t, ok := untoleratedTaint(p.pod, p.fit[0]); ok {
 			return t.Key
