@@ -15,7 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -233,5 +236,36 @@ func TestLiveLab(t *testing.T) {
 	}
 	if len(observed["b200"].Nodes) != 0 || len(simulated["b200"].Nodes) != 0 {
 		t.Errorf("b200 placed: lab %+v, simulated %+v", observed["b200"], simulated["b200"])
+	}
+
+	// A running GPU pod and a PDB of the lab are in the next snapshot, the pod with its node.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: ns, Labels: map[string]string{"app": "running"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "triton", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "running"}}}}
+	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		snap, err = preflight.Snapshot(ctx, client, "lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(snap.Pods, func(p *corev1.Pod) bool { return p.Name == "running" })
+		if i >= 0 && snap.Pods[i].Spec.NodeName != "" && len(snap.PDBs) == 1 && snap.PDBs[0].Name == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot: %d GPU pods, %d PDBs: want the running pod, bound, and its PDB", len(snap.Pods), len(snap.PDBs))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
