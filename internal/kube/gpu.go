@@ -27,6 +27,12 @@ const (
 	sharedSuffix = ".shared" // renameByDefault resources: nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb.shared
 )
 
+// IsGPUResource reports whether a resource name is one of the NVIDIA device plugin's
+// (nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-<profile>, …): the names GPUOf reads.
+func IsGPUResource(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), resourcePrefix)
+}
+
 // GPUOf derives how a pod uses GPUs: nil when the pod requests no nvidia.com/* resource. The
 // node is used only when it is the one the pod is bound to; the rules are in the package doc.
 func GPUOf(pod *corev1.Pod, node *corev1.Node) *events.GPU {

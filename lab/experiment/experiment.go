@@ -249,8 +249,28 @@ func (r *Runner) Run(ctx context.Context, d *Definition) error {
 
 // pod builds one pod of the fixed workload under arm's rules.
 func (r *Runner) pod(d *Definition, arm Arm, armLabel string, run int, name string) *corev1.Pod {
+	return d.pod(arm, armLabel, r.Namespace, run, name)
+}
+
+// Pods are the pods the runner creates for an arm in a run, as it names and labels them: the
+// arm's background load (arm label "background") first, then the fixed workload under the
+// arm's rules.
+func (d *Definition) Pods(arm Arm, namespace string, run int) (background, pods []*corev1.Pod) {
+	if bg := arm.Background; bg != nil {
+		for i := 1; i <= bg.Pods; i++ {
+			bgArm := Arm{NodeSelector: arm.NodeSelector, Tolerations: arm.Tolerations, PriorityClass: bg.PriorityClass}
+			background = append(background, d.pod(bgArm, "background", namespace, run, fmt.Sprintf("%s-%s-bg-r%d-%d", d.Name, arm.Name, run, i)))
+		}
+	}
+	for i := 1; i <= d.Fixed.Pods; i++ {
+		pods = append(pods, d.pod(arm, arm.Name, namespace, run, fmt.Sprintf("%s-%s-r%d-%d", d.Name, arm.Name, run, i)))
+	}
+	return background, pods
+}
+
+func (d *Definition) pod(arm Arm, armLabel, namespace string, run int, name string) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{
 				"app": d.Name, events.LabelExperiment: d.Name, events.LabelArm: armLabel, events.LabelRun: strconv.Itoa(run),
 			},
@@ -296,15 +316,14 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	}
 	report("starting", 0, d.Fixed.Pods, nil)
 	var all []string
-	if bg := arm.Background; bg != nil && bg.Pods > 0 {
+	background, pods := d.Pods(arm, r.Namespace, run)
+	if len(background) > 0 {
 		var names []string
-		for i := 1; i <= bg.Pods; i++ {
-			bgArm := Arm{NodeSelector: arm.NodeSelector, Tolerations: arm.Tolerations, PriorityClass: bg.PriorityClass}
-			name := fmt.Sprintf("%s-%s-bg-r%d-%d", d.Name, arm.Name, run, i)
-			if err := r.create(ctx, r.pod(d, bgArm, "background", run, name)); err != nil {
+		for _, p := range background {
+			if err := r.create(ctx, p); err != nil {
 				return err
 			}
-			names = append(names, name)
+			names = append(names, p.Name)
 		}
 		all = append(all, names...)
 		if _, err := r.waitReady(ctx, names, r.Timeout, nil); err != nil {
@@ -312,12 +331,11 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 		}
 	}
 	var names []string
-	for i := 1; i <= d.Fixed.Pods; i++ {
-		name := fmt.Sprintf("%s-%s-r%d-%d", d.Name, arm.Name, run, i)
-		if err := r.create(ctx, r.pod(d, arm, arm.Name, run, name)); err != nil {
+	for _, p := range pods {
+		if err := r.create(ctx, p); err != nil {
 			return err
 		}
-		names = append(names, name)
+		names = append(names, p.Name)
 	}
 	all = append(all, names...)
 	unready, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names), nil) })

@@ -3,6 +3,8 @@
 //	lab up      start the lab and keep it running (writes a kubeconfig)
 //	lab demo    start the lab and schedlens beside it, run the day20 experiment, print a summary,
 //	            and keep the API up until Ctrl-C (--exit to stop after the summary)
+//	lab preflight  check manifests against a cluster, optionally placing them with the real
+//	            scheduler (exit 0 no error, 1 errors found, 2 bad usage or input)
 package main
 
 import (
@@ -22,19 +24,30 @@ import (
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
+	preflightapp "github.com/schedlens/schedlens/lab/preflight/app"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		var st exitStatus
+		if errors.As(err, &st) {
+			os.Exit(int(st)) // preflight has printed its report and messages
+		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
+// exitStatus is a non-zero exit status of a command that has reported its own failure.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 const usageText = `usage: lab up [flags]
        lab demo [flags]
+       lab preflight -f PATH... [flags]   (lab preflight -h for its flags)
 
 commands:
   up     start etcd, kube-apiserver and kube-scheduler on 127.0.0.1 with the simulated GPU
@@ -44,6 +57,9 @@ commands:
          on the machine's Postgres; run the experiment (default day20: 4 arms × 3 repeats and the
          disruption scenarios) with a progress display, print a summary, then keep the API up
          until Ctrl-C (-exit: stop after the summary)
+  preflight  check Deployments, StatefulSets, Jobs, Pods, PDBs, PriorityClasses and experiment
+         ConfigMaps against a live cluster (-kubeconfig) or a lab cluster spec; -simulate places
+         every replica with the real kube-scheduler; see docs/preflight.md
 
 flags:
 `
@@ -75,6 +91,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.PrintDefaults()
 	}
 	rest := args[1:]
+	if len(rest) > 0 && rest[0] == "preflight" {
+		// Its own flags and exit statuses (1: errors found, 2: bad usage or input).
+		if code := preflightapp.Run(ctx, rest[1:], getenv, os.Stdin, stdout, stderr); code != 0 {
+			return exitStatus(code)
+		}
+		return nil
+	}
 	if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
 		_ = fs.Parse(rest)
 		fs.Usage()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -66,6 +67,33 @@ func TestUsage(t *testing.T) {
 		err := run(context.Background(), args, func(string) string { return "" }, &out, &errb)
 		if err == nil || !strings.Contains(errb.String(), "usage: lab up") {
 			t.Errorf("%q: err %v, stderr %q; want an error and the usage", args, err, errb.String())
+		}
+	}
+}
+
+// lab preflight has its own flags and exit statuses: 2 for bad usage, 1 for errors found, 0
+// otherwise (here the lab's day20 arms on the lab's cluster: warnings only).
+func TestPreflight(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		status int
+		out    string
+	}{
+		{[]string{"lab", "preflight"}, 2, "usage: lab preflight"},
+		{[]string{"lab", "preflight", "-experiment", "day20", "-o", "json"}, 0, `"errors": 0`},
+		{[]string{"lab", "preflight", "-f", "testdata/mini.yaml"}, 2, "not a Kubernetes object"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), tc.args, func(string) string { return "" }, &out, &errb)
+		status := 0
+		var st exitStatus
+		if errors.As(err, &st) {
+			status = int(st)
+		} else if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+		if status != tc.status || !strings.Contains(out.String()+errb.String(), tc.out) {
+			t.Errorf("%q: exit %d (want %d), output lacks %q:\n%s%s", tc.args, status, tc.status, tc.out, out.String(), errb.String())
 		}
 	}
 }
