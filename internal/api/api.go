@@ -60,6 +60,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
+	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
 	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
