@@ -7,6 +7,7 @@ package pipetest
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,21 +79,23 @@ func Start(t testing.TB) *Pipeline {
 func (p *Pipeline) Publish(envs []*events.Envelope) {
 	p.t.Helper()
 	ctx := context.Background()
-	futures := make([]jetstream.PubAckFuture, 0, len(envs))
-	for _, env := range envs {
-		f, err := p.js.PublishAsync(events.SubjectOf(env), env.Raw, jetstream.WithMsgID(env.ID))
-		if err != nil {
-			p.t.Fatalf("publish %s: %v", env.ID, err)
+	for chunk := range slices.Chunk(envs, 1000) {
+		futures := make([]jetstream.PubAckFuture, 0, len(chunk))
+		for _, env := range chunk {
+			f, err := p.js.PublishAsync(events.SubjectOf(env), env.Raw, jetstream.WithMsgID(env.ID))
+			if err != nil {
+				p.t.Fatalf("publish %s: %v", env.ID, err)
+			}
+			futures = append(futures, f)
 		}
-		futures = append(futures, f)
-	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			p.t.Fatalf("publish: %v", err)
-		case <-time.After(30 * time.Second):
-			p.t.Fatal("publish: no acknowledgement in 30s")
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				p.t.Fatalf("publish: %v", err)
+			case <-time.After(30 * time.Second):
+				p.t.Fatal("publish: no acknowledgement in 30s")
+			}
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)

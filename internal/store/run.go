@@ -35,7 +35,8 @@ type RunDetail struct {
 	// Scenarios names the disruption scenario of an arm whose pods carry the
 	// schedlens.io/scenario label (rolling-update, drain, node-rejoin).
 	Scenarios map[string]string
-	// From and To bound the run: its first creation (or sighting) and its last observation.
+	// From and To bound the run: its own pods' first creation (or sighting) and last
+	// observation (pods Outside may start earlier).
 	From, To time.Time
 }
 
@@ -120,7 +121,7 @@ func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) 
 	if err := db.podSeries(ctx, all, &d); err != nil {
 		return d, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
 	}
-	d.From, d.To = span(append(slices.Clone(d.Pods), d.Outside...))
+	d.From, d.To = span(d.Pods)
 	if d.Interruptions, err = db.RunInterruptions(ctx, experiment, namespace, run, align.DefaultMinGap); err != nil {
 		return d, err
 	}
@@ -133,7 +134,7 @@ func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) 
 // MaxPage is the largest page ListPods is asked for internally.
 const MaxPage = 1000
 
-// span is the time from the pods' first creation to their last observation.
+// span is the time from the pods' first creation to their last observation or end.
 func span(pods []align.Summary) (from, to time.Time) {
 	for _, p := range pods {
 		start := p.Milestones.Created
@@ -146,8 +147,10 @@ func span(pods []align.Summary) (from, to time.Time) {
 		if start != nil && (from.IsZero() || start.Before(from)) {
 			from = *start
 		}
-		if u := p.ObservedUntil; u != nil && u.After(to) {
-			to = *u
+		for _, u := range []*time.Time{p.ObservedUntil, p.Milestones.Ended} {
+			if u != nil && u.After(to) {
+				to = *u
+			}
 		}
 	}
 	if to.Before(from) {

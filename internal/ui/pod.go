@@ -131,7 +131,7 @@ func buildPod(tl align.Timeline, s store.PodSeries) podView {
 	h := axisH + laneH + 26
 	sv.f(`<svg id="pod-timeline" class="timeline pod" viewBox="0 0 %s %s" width="100%%" role="img" aria-labelledby="pod-title">`, n(chartW), n(h))
 	sv.f(`<title id="pod-title">Timeline of pod %s; the milestone table below lists the same</title>`, esc(tl.Pod.Name))
-	sv.f(`<defs><clipPath id="plot"><rect x="%s" y="0" width="%s" height="%s"/></clipPath><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="hatch-bg"/><line x1="0" y1="0" x2="0" y2="6" class="hatch-line"/></pattern></defs>`,
+	sv.f(`<defs><clipPath id="plot"><rect x="%s" y="0" width="%s" height="%s"/></clipPath><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="hatch-bg"/><line x1="0" y1="0" x2="0" y2="6" class="hatch-line"/></pattern><pattern id="band" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="8" height="8" class="band-bg"/><line x1="0" y1="0" x2="0" y2="8" class="band-line"/></pattern></defs>`,
 		n(plotX0), n(plotX1-plotX0), n(h))
 	c.axis(&sv, h)
 	sv.f(`<g clip-path="url(#plot)">`)
@@ -141,7 +141,7 @@ func buildPod(tl align.Timeline, s store.PodSeries) podView {
 			esc(w.Kind), n(x0), n(axisH), n(max(x1-x0, 1)), n(laneH+4), esc(strings.ReplaceAll(w.Kind, "_", " ")), w.Seconds)
 	}
 	sv.f(`</g>`)
-	c.lane(&sv, tl.Summary, axisH+2, false, failures, s.GPU)
+	c.lane(&sv, tl.Summary, axisH+2, false, true, failures, s.GPU)
 	sv.f(`</svg>`)
 	v.Chart = template.HTML(sv.String())
 

@@ -22,19 +22,22 @@ func n(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', 
 // Milestone marker shapes: distinct shapes as well as colours, so they read in grey and print.
 func (s *svg) marker(milestone string, x, y float64, title string, t float64) {
 	attrs := fmt.Sprintf(`class="ms ms-%s" data-milestone="%s" data-t="%s"`, milestone, milestone, strconv.FormatFloat(t, 'f', 6, 64))
+	if title != "" {
+		title = "<title>" + esc(title) + "</title>"
+	}
 	switch milestone {
 	case "created":
-		s.f(`<circle %s cx="%s" cy="%s" r="3"><title>%s</title></circle>`, attrs, n(x), n(y), esc(title))
+		s.f(`<circle %s cx="%s" cy="%s" r="3">%s</circle>`, attrs, n(x), n(y), title)
 	case "scheduled":
-		s.f(`<path %s d="M%s %sl3.5 6h-7z"><title>%s</title></path>`, attrs, n(x), n(y-3.5), esc(title))
+		s.f(`<path %s d="M%s %sl3.5 6h-7z">%s</path>`, attrs, n(x), n(y-3.5), title)
 	case "running":
-		s.f(`<rect %s x="%s" y="%s" width="6" height="6"><title>%s</title></rect>`, attrs, n(x-3), n(y-3), esc(title))
+		s.f(`<rect %s x="%s" y="%s" width="6" height="6">%s</rect>`, attrs, n(x-3), n(y-3), title)
 	case "ready":
-		s.f(`<path %s d="M%s %sl4 4-4 4-4-4z"><title>%s</title></path>`, attrs, n(x), n(y-4), esc(title))
+		s.f(`<path %s d="M%s %sl4 4-4 4-4-4z">%s</path>`, attrs, n(x), n(y-4), title)
 	case "first_success":
-		s.f(`<path %s d="M%s %sl1.2 2.6 2.8.3-2.1 1.9.6 2.8-2.5-1.4-2.5 1.4.6-2.8-2.1-1.9 2.8-.3z"><title>%s</title></path>`, attrs, n(x), n(y-4.2), esc(title))
+		s.f(`<path %s d="M%s %sl1.2 2.6 2.8.3-2.1 1.9.6 2.8-2.5-1.4-2.5 1.4.6-2.8-2.1-1.9 2.8-.3z">%s</path>`, attrs, n(x), n(y-4.2), title)
 	case "ended":
-		s.f(`<path %s d="M%s %sl6 6m0-6l-6 6"><title>%s</title></path>`, attrs, n(x-3), n(y-3), esc(title))
+		s.f(`<path %s d="M%s %sl6 6m0-6l-6 6">%s</path>`, attrs, n(x-3), n(y-3), title)
 	}
 }
 
@@ -60,15 +63,18 @@ func ticks(lo, hi float64, count int) []float64 {
 	return out
 }
 
-// fmtOffset renders seconds from a run's start for an axis.
-func fmtOffset(s float64) string {
-	a := math.Abs(s)
+// fmtOffset renders seconds from a run's start for an axis whose window spans span seconds,
+// in one unit for the whole axis.
+func fmtOffset(s, span float64) string {
+	if math.Abs(s) < 1e-9 {
+		return "0s"
+	}
 	switch {
-	case a >= 3600:
+	case span >= 3*3600:
 		return fmt.Sprintf("%+.1fh", s/3600)
-	case a >= 120:
+	case span >= 300:
 		return fmt.Sprintf("%+.1fm", s/60)
-	case a >= 10 || a == 0:
+	case span >= 20:
 		return fmt.Sprintf("%+.0fs", s)
 	default:
 		return fmt.Sprintf("%+.1fs", s)

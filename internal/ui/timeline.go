@@ -53,6 +53,7 @@ type runView struct {
 	ExperimentURL              string
 	Zoom                       zoomLinks
 	Lanes, Total               int
+	Legend                     template.HTML
 }
 
 type zoomLinks struct{ In, Out, Left, Right, Reset string }
@@ -275,7 +276,7 @@ func buildRun(d store.RunDetail, order []string, f runFilter) runView {
 		body.f(`</g>`)
 		for _, p := range g.Pods {
 			lanesY[p.Pod.UID] = y + laneH/2
-			c.lane(&body, p, y, g.Outside, d.FailedScheduling[p.Pod.UID], d.GPU[p.Pod.UID])
+			c.lane(&body, p, y, g.Outside, false, d.FailedScheduling[p.Pod.UID], d.GPU[p.Pod.UID])
 			y += laneH
 		}
 		body.f(`</g>`)
@@ -311,7 +312,50 @@ func buildRun(d store.RunDetail, order []string, f runFilter) runView {
 	s.f(`</g></svg>`)
 	v.Chart = template.HTML(s.String())
 	v.Lanes = c.rows
+	v.Legend = legend()
 	return v
+}
+
+// legend draws the timeline's symbols with the same classes as the chart, so it cannot drift
+// from what the chart shows.
+func legend() template.HTML {
+	var s svg
+	s.f(`<svg class="legend-svg" viewBox="0 0 1200 40" width="100%%" role="img" aria-labelledby="legend-title"><title id="legend-title">Legend</title>`)
+	x := 4.0
+	item := func(draw func(x float64), label string, w float64) {
+		draw(x)
+		s.f(`<text x="%s" y="14">%s</text>`, n(x+20), esc(label))
+		x += w
+	}
+	bar := func(class string) func(float64) {
+		return func(x float64) { s.f(`<rect class="bar %s" x="%s" y="5" width="16" height="8"/>`, class, n(x)) }
+	}
+	item(bar("pending"), "pending", 82)
+	item(bar("start"), "scheduled → Running", 150)
+	item(bar("load"), "Running → Ready (model load)", 200)
+	item(bar("warm"), "Ready → first success", 160)
+	item(func(x float64) { s.f(`<rect class="bar serving" x="%s" y="8" width="16" height="2"/>`, n(x)) }, "serving", 80)
+	item(func(x float64) {
+		s.f(`<rect class="gpu" x="%s" y="8" width="16" height="2.5" fill-opacity=".7"/>`, n(x))
+	}, "GPU utilisation (darker = busier)", 230)
+	item(func(x float64) { s.f(`<rect class="interruption" x="%s" y="2" width="16" height="14"/>`, n(x)) }, "service interruption", 150)
+	x = 4
+	y := 32.0
+	for _, m := range []struct{ name, label string }{{"created", "created"}, {"scheduled", "scheduled"}, {"running", "running"}, {"ready", "ready"}, {"first_success", "first success"}, {"ended", "ended"}} {
+		s.f(`<g transform="translate(0 22)">`)
+		s.marker(m.name, x+8, 5, m.label, 0)
+		s.f(`</g><text x="%s" y="%s">%s</text>`, n(x+18), n(y), esc(m.label))
+		x += 28 + float64(len(m.label))*6
+	}
+	s.f(`<line class="fs-mark" x1="%s" x2="%s" y1="22" y2="36"/><text x="%s" y="%s">FailedScheduling</text>`, n(x+6), n(x+6), n(x+14), n(y))
+	x += 124
+	s.f(`<path class="open-end" d="M%s 24l5 4-5 4"/><text x="%s" y="%s">censored (open end)</text>`, n(x+4), n(x+16), n(y))
+	x += 140
+	s.f(`<path class="preemption" d="M%s 29h14" marker-end="url(#arrow)"/><text x="%s" y="%s">preemption (preemptor → victim)</text>`, n(x), n(x+22), n(y))
+	x += 215
+	s.f(`<g class="disruption"><path d="M%s 22h12v9h-12z"/></g><text x="%s" y="%s">disruption (numbered; table below)</text>`, n(x), n(x+18), n(y))
+	s.f(`</svg>`)
+	return template.HTML(s.String())
 }
 
 // chart maps times to x for one window [lo, hi] seconds from `from`.
@@ -328,10 +372,13 @@ func (c *chart) x(t time.Time) float64 {
 func (c *chart) axis(s *svg, height float64) {
 	s.f(`<g class="axis" aria-hidden="true">`)
 	for _, t := range ticks(c.lo, c.hi, 8) {
+		if t < c.lo || t > c.hi {
+			continue
+		}
 		x := plotX0 + (t-c.lo)/(c.hi-c.lo)*(plotX1-plotX0)
 		at := c.from.Add(time.Duration(t * float64(time.Second)))
 		s.f(`<line class="tick" x1="%s" x2="%s" y1="%s" y2="%s"/><text x="%s" y="%s" text-anchor="middle">%s<title>%s</title></text>`,
-			n(x), n(x), n(axisH-4), n(height-12), n(x), n(axisH-26), esc(fmtOffset(t)), fmtTime(at))
+			n(x), n(x), n(axisH-4), n(height-12), n(x), n(axisH-26), esc(fmtOffset(t, c.hi-c.lo)), fmtTime(at))
 	}
 	s.f(`<text x="4" y="%s" class="muted">pod · node</text>`, n(axisH-26))
 	s.f(`</g>`)
@@ -340,7 +387,7 @@ func (c *chart) axis(s *svg, height float64) {
 // lane draws one pod: its phases as bars (pending hatched, start, model load, ready → first
 // success, then a thin serving line), a marker per milestone, FailedScheduling ticks, an open
 // end when censored, and the GPU utilisation strip.
-func (c *chart) lane(s *svg, p align.Summary, y float64, outside bool, failures []store.SchedulingFailure, gpu []store.GPUPoint) {
+func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, failures []store.SchedulingFailure, gpu []store.GPUPoint) {
 	m := p.Milestones
 	attrs := fmt.Sprintf(`class="lane" data-pod-uid="%s" data-node="%s"`, esc(p.Pod.UID), esc(deref(p.Pod.Node)))
 	if len(p.Censored) > 0 {
@@ -361,9 +408,14 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside bool, failures 
 	if p.EndedReason != nil {
 		summary += "; ended: " + *p.EndedReason
 	}
+	if d := p.Durations; d.Pending != nil || d.Start != nil || d.ModelLoad != nil {
+		summary += fmt.Sprintf("; pending %s s, start %s s, model load %s s, ready → first success %s s", fmtSecs(d.Pending), fmtSecs(d.Start), fmtSecs(d.ModelLoad), fmtSecs(d.ReadyToFirstSuccess))
+	}
 	s.f(`<a href="%s"><title>%s</title><rect class="lane-hit" x="0" y="%s" width="%s" height="%s"/>`, esc(podURL(p.Pod.UID)), esc(summary), n(y), n(chartW), n(laneH))
 	s.f(`<text class="pod-label" x="10" y="%s">%s<tspan class="muted"> · %s</tspan></text></a>`, n(y+12.5), esc(name), esc(cmp.Or(deref(p.Pod.Node), "—")))
-	s.f(`<g clip-path="url(#plot)">`)
+	// Coordinates are clamped to the plot rather than clipped: a clip path per lane costs a
+	// large run more than everything else drawn.
+	in := func(x float64) bool { return x >= plotX0-0.01 && x <= plotX1+0.01 }
 	end := p.ObservedUntil
 	if m.Ended != nil {
 		end = m.Ended
@@ -386,19 +438,26 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside bool, failures 
 			to = end
 			open = i+1 < len(steps)
 		}
-		x0, x1 := c.x(*steps[i].at), c.x(*to)
-		if steps[i].class == "serving" {
+		x0, x1 := max(c.x(*steps[i].at), plotX0), min(c.x(*to), plotX1)
+		switch {
+		case x1 < x0:
+		case steps[i].class == "serving":
 			s.f(`<rect class="bar serving" x="%s" y="%s" width="%s" height="2"/>`, n(x0), n(by+3), n(max(x1-x0, 0.5)))
-		} else {
+		default:
 			s.f(`<rect class="bar %s" x="%s" y="%s" width="%s" height="8"/>`, steps[i].class, n(x0), n(by), n(max(x1-x0, 0.5)))
 		}
 		if open {
-			s.f(`<path class="open-end" data-open-end="" d="M%s %sl5 4-5 4"/>`, n(x1+1), n(by))
+			if in(c.x(*to)) {
+				s.f(`<path class="open-end" data-open-end="" d="M%s %sl5 4-5 4"/>`, n(x1+1), n(by))
+			}
 			break
 		}
 	}
 	for _, f := range failures {
 		x := c.x(f.At)
+		if !in(x) {
+			continue
+		}
 		s.f(`<line class="fs-mark" data-failed-scheduling="" x1="%s" x2="%s" y1="%s" y2="%s"><title>FailedScheduling %s: %s</title></line>`, n(x), n(x), n(y+1), n(y+laneH-3), fmtTime(f.At), esc(f.Note))
 	}
 	my := by + 4
@@ -406,48 +465,51 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside bool, failures 
 		name string
 		at   *time.Time
 	}{{"created", m.Created}, {"scheduled", m.Scheduled}, {"running", m.Running}, {"ready", m.Ready}, {"first_success", m.FirstSuccess}, {"ended", m.Ended}} {
-		if ms.at == nil {
+		if ms.at == nil || !in(c.x(*ms.at)) {
 			continue
 		}
 		title := fmt.Sprintf("%s %s", strings.ReplaceAll(ms.name, "_", " "), fmtTime(*ms.at))
 		if ms.name == "ended" && p.EndedReason != nil {
 			title += " (" + *p.EndedReason + ")"
 		}
+		if !detail {
+			title = "" // the lane's title and the table say it; a title per marker costs a large run dearly
+		}
 		s.marker(ms.name, c.x(*ms.at), my, title, sec(c.from, *ms.at))
 	}
-	c.gpuStrip(s, gpu, y+laneH-3)
-	s.f(`</g></g>`)
+	c.gpuStrip(s, gpu, y+laneH-3, detail)
+	s.f(`</g>`)
 }
 
-// gpuStrip draws GPU utilisation under a lane: one cell per gpuBucket units, shaded by the
-// mean utilisation of the samples in it (each sample lasting until the next, at most 30 s).
-func (c *chart) gpuStrip(s *svg, gpu []store.GPUPoint, y float64) {
-	if len(gpu) == 0 {
-		return
-	}
-	type cell struct{ sum, n float64 }
-	cells := map[int]*cell{}
+// gpuStrip draws GPU utilisation under a lane, shaded by utilisation: one cell per sample
+// (lasting until the next, at most 30 s), or, when samples are denser than gpuBucket units, one
+// cell per bucket with the mean of its samples.
+func (c *chart) gpuStrip(s *svg, gpu []store.GPUPoint, y float64, detail bool) {
+	type cell struct{ x0, x1, sum, n float64 }
+	var cells []cell
 	for i, g := range gpu {
 		next := g.At.Add(5 * time.Second)
 		if i+1 < len(gpu) && gpu[i+1].At.Sub(g.At) < 30*time.Second {
 			next = gpu[i+1].At
 		}
-		x0, x1 := c.x(g.At), c.x(next)
-		if x1 < plotX0 || x0 > plotX1 {
+		x0, x1 := max(c.x(g.At), plotX0), min(c.x(next), plotX1)
+		if x1 <= x0 {
 			continue
 		}
-		for k := int(max(x0, plotX0) / gpuBucket); float64(k)*gpuBucket < min(x1, plotX1); k++ {
-			if cells[k] == nil {
-				cells[k] = &cell{}
-			}
-			cells[k].sum += g.Util
-			cells[k].n++
+		if k := len(cells) - 1; k >= 0 && cells[k].x1-cells[k].x0 < gpuBucket {
+			cells[k].x1, cells[k].sum, cells[k].n = x1, cells[k].sum+g.Util, cells[k].n+1
+			continue
 		}
+		cells = append(cells, cell{x0, x1, g.Util, 1})
 	}
-	for _, k := range slices.Sorted(maps.Keys(cells)) {
-		u := cells[k].sum / cells[k].n
-		s.f(`<rect class="gpu" x="%s" y="%s" width="%s" height="2.5" fill-opacity="%s"><title>GPU %.0f%%</title></rect>`,
-			n(float64(k)*gpuBucket), n(y), n(gpuBucket), strconv.FormatFloat(0.1+0.9*u/100, 'f', 2, 64), u)
+	for _, k := range cells {
+		u := k.sum / k.n
+		title := ""
+		if detail {
+			title = fmt.Sprintf("<title>GPU %.0f%%</title>", u)
+		}
+		s.f(`<rect class="gpu" x="%s" y="%s" width="%s" height="2.5" fill-opacity="%s">%s</rect>`,
+			n(k.x0), n(y), n(k.x1-k.x0), strconv.FormatFloat(0.1+0.9*u/100, 'f', 2, 64), title)
 	}
 }
 
