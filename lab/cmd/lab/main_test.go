@@ -34,6 +34,9 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
 		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
+		// The web UI's address, at the start and beside the summary (checked to answer).
+		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
+		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
 		// The comparison follows: every arm against the baseline with a verdict.
 		regexp.MustCompile(`(?m)^mini: arms against control$`),
 		regexp.MustCompile(`(?m)^priority — 2 runs, 4 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INSUFFICIENT_DATA) — `),
