@@ -21,6 +21,7 @@ import (
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/ui"
 )
 
 func main() {
@@ -96,7 +97,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h, err := api.New(db, logger, reg, reg)
+	web, err := ui.New(db, logger.With("component", "ui"))
+	if err != nil {
+		return err
+	}
+	h, err := api.New(db, logger, reg, reg, api.WithUI(web))
 	if err != nil {
 		return err
 	}

@@ -35,8 +35,20 @@ type Server struct {
 	latency *prometheus.HistogramVec
 }
 
+// Option adds to the API's router.
+type Option func(chi.Router)
+
+// WithUI mounts the web UI (internal/ui) under /ui/ on the API's router: same listener, same
+// middleware. / redirects there.
+func WithUI(ui http.Handler) Option {
+	return func(r chi.Router) {
+		r.Mount("/ui", ui)
+		r.Get("/", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusFound) })
+	}
+}
+
 // New returns the API's handler. Its metrics are registered on reg and served from g.
-func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometheus.Gatherer) (http.Handler, error) {
+func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometheus.Gatherer, opts ...Option) (http.Handler, error) {
 	s := &Server{db: db, logger: logger,
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "schedlens_api_request_duration_seconds",
@@ -62,10 +74,14 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
+	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
 	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)
 	})
+	for _, o := range opts {
+		o(r)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})

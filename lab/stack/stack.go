@@ -26,6 +26,7 @@ import (
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/ui"
 )
 
 // Options configure the stack.
@@ -117,7 +118,11 @@ func (s *Stack) start(ctx context.Context) error {
 	s.go_("correlator", func() error { return corr.Run(ctx) })
 
 	reg := prometheus.NewRegistry()
-	h, err := api.New(s.DB, s.opts.Logger.With("component", "api"), reg, reg)
+	web, err := ui.New(s.DB, s.opts.Logger.With("component", "ui"))
+	if err != nil {
+		return err
+	}
+	h, err := api.New(s.DB, s.opts.Logger.With("component", "api"), reg, reg, api.WithUI(web))
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	}
 	defer s.Stop()
 	fmt.Fprintf(stdout, "schedlens: collector watching namespace %s, api http://%s\n", ns, s.APIAddr)
+	fmt.Fprintf(stdout, "web UI (updates live): %s\n", uiURL(s.APIAddr, def.Name, ns, ""))
 	fmt.Fprintf(stdout, "experiment %s: %d arms × %d repeats, %d pods each, disruptions %v\n\n",
 		def.Name, len(def.Arms), def.Repeats, def.Fixed.Pods, def.Disruptions)
 
@@ -71,7 +72,10 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	printSummary(stdout, def, c)
-	fmt.Fprintln(stdout)
+	if err := checkPage(ctx, uiURL(s.APIAddr, def.Name, ns, "1")); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nin the web UI: %s (runs: %s)\n\n", uiURL(s.APIAddr, def.Name, ns, ""), uiURL(s.APIAddr, def.Name, ns, "1"))
 	if err := compare.WriteTable(stdout, c); err != nil {
 		return err
 	}
@@ -84,6 +88,32 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	fmt.Fprintf(stdout, "\nThe API stays up until Ctrl-C:\n  curl -s 'http://%s/v1/pods?namespace=%s&arm=%s' | jq .\n  curl -s http://%s/v1/pods/<uid>/timeline | jq .\n",
 		s.APIAddr, ns, def.Baseline, s.APIAddr)
 	<-ctx.Done()
+	return nil
+}
+
+// uiURL is the web UI's page of the experiment (or of one of its runs) for this demo's namespace.
+func uiURL(addr, name, ns, run string) string {
+	u := "http://" + addr + "/ui/experiments/" + url.PathEscape(name)
+	if run != "" {
+		u += "/runs/" + url.PathEscape(run)
+	}
+	return u + "?" + url.Values{"namespace": {ns}}.Encode()
+}
+
+// checkPage fails unless the web UI answers url with a page.
+func checkPage(ctx context.Context, u string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("web UI: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("web UI: %s answered HTTP %d", u, resp.StatusCode)
+	}
 	return nil
 }
 

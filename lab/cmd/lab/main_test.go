@@ -35,6 +35,9 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
 		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
+		// The web UI's address, at the start and beside the summary (checked to answer).
+		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
+		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
 		// Pods bound at once read a pending of tens of milliseconds (sub-second milestones), not
 		// the up to one second a creation timestamp's whole second would add.
 		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s+0\.[0-2]\d\d\s`),

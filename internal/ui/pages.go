@@ -1,0 +1,320 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// armInfo is an arm as its definition describes it.
+type armInfo struct{ Name, Description string }
+
+// definedArms reads the arms of a definition (a list of objects with a name), in order.
+func definedArms(def *events.Experiment) []armInfo {
+	if def == nil {
+		return nil
+	}
+	list, _ := def.Arms.([]any)
+	var out []armInfo
+	for _, a := range list {
+		m, _ := a.(map[string]any)
+		name, _ := m["name"].(string)
+		if name == "" {
+			continue
+		}
+		desc, _ := m["description"].(string)
+		out = append(out, armInfo{Name: name, Description: desc})
+	}
+	return out
+}
+
+// armOrder is the baseline, then the definition's arms, then the other arms seen.
+func armOrder(e store.ExperimentInfo) []string {
+	var out []string
+	if e.Definition != nil && e.Definition.Baseline != "" {
+		out = append(out, e.Definition.Baseline)
+	}
+	for _, a := range definedArms(e.Definition) {
+		if !slices.Contains(out, a.Name) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+// experimentRow is one line of the experiments page.
+type experimentRow struct {
+	Name, Change string
+	Arms         []badge
+	Baseline     string
+	Runs         []string
+	Pods         int
+	LastEvent    time.Time
+	Problem      string // why there is no comparison
+}
+
+// badge is an arm's verdict as a badge.
+type badge struct{ Arm, Verdict, Explanation, URL string }
+
+func (u *UI) experiments(w http.ResponseWriter, r *http.Request) {
+	list, err := u.db.Experiments(r.Context())
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	last, err := u.db.LastEvents(r.Context())
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	var rows []experimentRow
+	for _, e := range list {
+		row := experimentRow{Name: e.Name, Runs: e.Runs, Pods: e.Pods, LastEvent: last[e.Name]}
+		if e.Definition != nil {
+			row.Change = e.Definition.Change
+		}
+		c, err := compute(r.Context(), u.db, e.Name, "", "")
+		switch {
+		case err == nil:
+			row.Baseline = c.Baseline
+			for _, a := range c.Arms {
+				if !a.Baseline {
+					row.Arms = append(row.Arms, badge{Arm: a.Arm, Verdict: a.Verdict, Explanation: a.Explanation, URL: armURL(e.Name, a.Arm, nil)})
+				}
+			}
+		case errors.Is(err, errNoComparison):
+			row.Problem = err.Error()
+		default:
+			u.internal(w, r, err)
+			return
+		}
+		rows = append(rows, row)
+	}
+	u.render(w, r, "experiments.html", page{Title: "Experiments", View: rows})
+}
+
+// errNoComparison wraps the reasons an experiment cannot be compared yet.
+var errNoComparison = errors.New("no comparison")
+
+// compute is api.Compute with its expected refusals (no pods, no baseline pods) turned into
+// errNoComparison.
+func compute(ctx context.Context, db *store.DB, name, ns, baseline string) (compare.Comparison, error) {
+	c, err := api.Compute(ctx, db, name, ns, baseline)
+	var bad *compare.BadBaselineError
+	switch {
+	case errors.As(err, &bad):
+		return c, fmt.Errorf("%w: %s", errNoComparison, bad.Error())
+	case errors.Is(err, store.ErrNotFound):
+		return c, fmt.Errorf("%w: no pods yet", errNoComparison)
+	}
+	return c, err
+}
+
+func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	ns, baseline := r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline")
+	e, err := u.db.Experiment(r.Context(), name)
+	if u.notFound(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
+		return
+	}
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	c, err := compute(r.Context(), u.db, name, ns, baseline)
+	if err != nil && !errors.Is(err, errNoComparison) {
+		u.internal(w, r, err)
+		return
+	}
+	v := buildExperiment(e, c, ns, err)
+	u.render(w, r, "experiment.html", page{Title: name, Crumbs: []crumb{{"Experiments", Prefix + "/"}}, View: v})
+}
+
+// armView is the runs and pods behind one arm's intervals.
+type armView struct {
+	Experiment, Arm, Namespace, Metric string
+	Description                        string
+	Metrics                            []string
+	Runs                               []armRun
+}
+
+type armRun struct {
+	Run, URL string
+	Values   []armValue
+	Pods     []podLink
+}
+
+type armValue struct {
+	Metric, Value string
+	Selected      bool
+}
+
+type podLink struct{ Name, URL, Node, Censored string }
+
+func (u *UI) arm(w http.ResponseWriter, r *http.Request) {
+	name, arm := chi.URLParam(r, "name"), chi.URLParam(r, "arm")
+	ns, metric := r.URL.Query().Get("namespace"), r.URL.Query().Get("metric")
+	in, err := u.db.ComparisonInput(r.Context(), name, ns)
+	if u.notFound(w, r, err, fmt.Sprintf("No pods of experiment %q.", name)) {
+		return
+	}
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	byRun, ok := in.Arms[arm]
+	if !ok {
+		u.fail(w, r, http.StatusNotFound, "Not found", fmt.Sprintf("Experiment %q has no pods in arm %q.", name, arm))
+		return
+	}
+	v := armView{Experiment: name, Arm: arm, Namespace: ns, Metric: metric}
+	if e, err := u.db.Experiment(r.Context(), name); err == nil {
+		for _, a := range definedArms(e.Definition) {
+			if a.Name == arm {
+				v.Description = a.Description
+			}
+		}
+	}
+	for _, m := range compare.Metrics {
+		v.Metrics = append(v.Metrics, m.Name)
+	}
+	for _, run := range slices.SortedFunc(maps.Keys(byRun), store.CompareRuns) {
+		rd := byRun[run]
+		vals, lower := compare.RunMetrics(rd)
+		ar := armRun{Run: run, URL: runURL(name, run, url.Values{"arm": {arm}, "namespace": nonEmpty(ns)})}
+		for _, m := range compare.Metrics {
+			s := "–"
+			if x, ok := vals[m.Name]; ok {
+				s = strconv.FormatFloat(x, 'g', 4, 64)
+				if lower[m.Name] {
+					s = "≥ " + s
+				}
+			}
+			ar.Values = append(ar.Values, armValue{Metric: m.Name, Value: s, Selected: m.Name == metric})
+		}
+		for _, pd := range rd.Pods {
+			p := pd.Summary
+			ar.Pods = append(ar.Pods, podLink{Name: p.Pod.Name, URL: podURL(p.Pod.UID), Node: deref(p.Pod.Node), Censored: fmt.Sprint(p.Censored)})
+		}
+		v.Runs = append(v.Runs, ar)
+	}
+	u.render(w, r, "arm.html", page{Title: arm + " · " + name,
+		Crumbs: []crumb{{"Experiments", Prefix + "/"}, {name, experimentURL(name)}}, View: v})
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func (u *UI) run(w http.ResponseWriter, r *http.Request) {
+	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
+	q := r.URL.Query()
+	ns := q.Get("namespace")
+	f := runFilter{Arm: q.Get("arm"), Node: q.Get("node")}
+	if q.Has("from") || q.Has("to") {
+		lo, err1 := strconv.ParseFloat(q.Get("from"), 64)
+		hi, err2 := strconv.ParseFloat(q.Get("to"), 64)
+		if err1 != nil || err2 != nil || hi <= lo {
+			u.fail(w, r, http.StatusBadRequest, "Bad time window", "from and to must be numbers of seconds from the run's start, with from < to.")
+			return
+		}
+		f.From, f.To = &lo, &hi
+	}
+	d, err := u.db.RunDetail(r.Context(), name, ns, run)
+	if u.notFound(w, r, err, fmt.Sprintf("No pods of experiment %q run %q.", name, run)) {
+		return
+	}
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	var order []string
+	if e, err := u.db.Experiment(r.Context(), name); err == nil {
+		order = armOrder(e)
+	}
+	v := buildRun(d, order, f)
+	if v.Version, err = u.db.RunVersion(r.Context(), name, ns, run); err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	nsq := nsQuery(ns)
+	v.TraceURL = "/v1/experiments/" + url.PathEscape(name) + "/runs/" + url.PathEscape(run) + "/trace.json"
+	if e := nsq.Encode(); e != "" {
+		v.TraceURL += "?" + e
+	}
+	v.VersionURL = runURL(name, run, nil) + "/version"
+	if e := nsq.Encode(); e != "" {
+		v.VersionURL += "?" + e
+	}
+	v.ExperimentURL = experimentURL(name)
+	keep := url.Values{}
+	for _, k := range []string{"namespace", "arm", "node"} {
+		if q.Get(k) != "" {
+			keep.Set(k, q.Get(k))
+		}
+	}
+	lo, _ := strconv.ParseFloat(v.FromS, 64)
+	hi, _ := strconv.ParseFloat(v.ToS, 64)
+	v.Zoom = zoom(runURL(name, run, nil), keep, lo, hi)
+	u.render(w, r, "run.html", page{Title: "Run " + run + " · " + name,
+		Crumbs: []crumb{{"Experiments", Prefix + "/"}, {name, experimentURL(name)}}, View: v})
+}
+
+// runVersion answers the run's version (store.RunVersion) as text, for live pages to poll.
+func (u *UI) runVersion(w http.ResponseWriter, r *http.Request) {
+	v, err := u.db.RunVersion(r.Context(), chi.URLParam(r, "name"), r.URL.Query().Get("namespace"), chi.URLParam(r, "run"))
+	if err != nil {
+		u.logger.Error("ui request failed", "path", r.URL.Path, "error", err)
+		http.Error(w, "version unavailable", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	fmt.Fprint(w, v)
+}
+
+func (u *UI) pod(w http.ResponseWriter, r *http.Request) {
+	uid := chi.URLParam(r, "uid")
+	if !events.ValidUID(uid) {
+		u.fail(w, r, http.StatusBadRequest, "Malformed pod UID", fmt.Sprintf("%q is not a Kubernetes UID (8-4-4-4-12 hex digits).", uid))
+		return
+	}
+	tl, err := u.db.Timeline(r.Context(), uid)
+	if u.notFound(w, r, err, fmt.Sprintf("No events about pod %s.", uid)) {
+		return
+	}
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	series, err := u.db.PodSeries(r.Context(), uid)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	v := buildPod(tl, series)
+	crumbs := []crumb{{"Experiments", Prefix + "/"}}
+	if e := tl.Experiment; e.Name != nil {
+		crumbs = append(crumbs, crumb{*e.Name, experimentURL(*e.Name)})
+		if e.Run != nil {
+			crumbs = append(crumbs, crumb{"run " + *e.Run, runURL(*e.Name, *e.Run, url.Values{"namespace": {tl.Pod.Namespace}})})
+		}
+	}
+	u.render(w, r, "pod.html", page{Title: tl.Pod.Name, Crumbs: crumbs, View: v})
+}

@@ -1,0 +1,123 @@
+// schedlens web UI: the only script, hand-written, no build step. Every page works without it;
+// it adds live updates of a run page, in-place zoom and pan (buttons, wheel, drag, keys) and
+// auto-submits the filters. It also records when the page first drew (data-drawn-ms), which the
+// browser test reads.
+(function () {
+  "use strict";
+
+  function drawn() {
+    requestAnimationFrame(function () {
+      document.documentElement.dataset.drawnMs = String(performance.now());
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawn);
+  else drawn();
+
+  var busy = false;
+  function view() { return document.getElementById("view"); }
+  function status(text) {
+    var s = document.querySelector("[data-live-status]");
+    if (s) s.textContent = text;
+  }
+
+  // refresh fetches the current view (or that of href) and swaps it in, keeping focus where it was.
+  function refresh(href) {
+    if (busy) return Promise.resolve();
+    busy = true;
+    var u = new URL(href || location.href, location.href);
+    u.searchParams.set("partial", "1");
+    var active = document.activeElement, lane = active && active.closest && active.closest("[data-pod-uid]");
+    var wasChart = active && active.hasAttribute && active.hasAttribute("data-zoomable");
+    return fetch(u, { cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (html) {
+      view().innerHTML = html;
+      if (lane) {
+        var a = document.querySelector('[data-pod-uid="' + lane.dataset.podUid + '"] a');
+        if (a) a.focus();
+      } else if (wasChart) {
+        var c = document.querySelector("[data-zoomable]");
+        if (c) c.focus();
+      }
+      document.documentElement.dataset.refreshed = String((+document.documentElement.dataset.refreshed || 0) + 1);
+    }).catch(function (e) { status("update failed: " + e.message); })
+      .finally(function () { busy = false; });
+  }
+
+  // Live: poll the run's version every 2 s while the tab is visible.
+  setInterval(function () {
+    var el = document.querySelector("[data-live-url]");
+    if (!el || document.hidden || busy) return;
+    fetch(el.dataset.liveUrl, { cache: "no-store" }).then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (v) {
+        if (v === null) { status("live: server unavailable"); return; }
+        if (v.trim() !== el.dataset.version) {
+          return refresh().then(function () { status("live · updated " + new Date().toLocaleTimeString()); });
+        }
+        status("live · up to date " + new Date().toLocaleTimeString());
+      }).catch(function () { status("live: server unreachable"); });
+  }, 2000);
+
+  function go(href) {
+    history.replaceState(null, "", href);
+    refresh(href);
+  }
+  function windowOf() {
+    var svg = document.getElementById("timeline");
+    if (!svg) return null;
+    return { svg: svg, from: parseFloat(svg.dataset.from), to: parseFloat(svg.dataset.to) };
+  }
+  function setWindow(from, to) {
+    var u = new URL(location.href);
+    u.searchParams.set("from", from.toFixed(3));
+    u.searchParams.set("to", to.toFixed(3));
+    go(u.toString());
+  }
+  // The plot spans x 260..1184 of the 1200-wide viewBox (timeline.go).
+  function timeAt(w, clientX) {
+    var r = w.svg.getBoundingClientRect(), x = (clientX - r.left) / r.width * 1200;
+    return w.from + (x - 260) / (1184 - 260) * (w.to - w.from);
+  }
+
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest && e.target.closest("a[data-zoom]");
+    if (a && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); go(a.href); }
+  });
+  document.addEventListener("change", function (e) {
+    var f = e.target.closest && e.target.closest("[data-filter-form]");
+    if (f && e.target.tagName === "SELECT") f.requestSubmit();
+  });
+  document.addEventListener("keydown", function (e) {
+    if (!e.target.closest || !e.target.closest("[data-zoomable]") || e.ctrlKey || e.metaKey || e.altKey) return;
+    var key = { "+": "in", "=": "in", "-": "out", "_": "out", "ArrowLeft": "left", "ArrowRight": "right", "0": "reset" }[e.key];
+    var a = key && document.querySelector('a[data-zoom="' + key + '"]');
+    if (a) { e.preventDefault(); go(a.href); }
+  });
+
+  var wheelTimer = null, pending = null;
+  document.addEventListener("wheel", function (e) {
+    var w = windowOf();
+    if (!w || !w.svg.contains(e.target) || !(e.ctrlKey || e.shiftKey || e.altKey)) return;
+    e.preventDefault();
+    var base = pending || { from: w.from, to: w.to };
+    var at = timeAt({ svg: w.svg, from: base.from, to: base.to }, e.clientX), f = e.deltaY > 0 ? 1.25 : 0.8;
+    pending = { from: at - (at - base.from) * f, to: at + (base.to - at) * f };
+    clearTimeout(wheelTimer);
+    wheelTimer = setTimeout(function () { var p = pending; pending = null; setWindow(p.from, p.to); }, 200);
+  }, { passive: false });
+
+  var drag = null;
+  document.addEventListener("mousedown", function (e) {
+    var w = windowOf();
+    if (!w || !w.svg.contains(e.target) || e.button !== 0 || e.target.closest("a")) return;
+    drag = { w: w, x: e.clientX };
+    e.preventDefault();
+  });
+  document.addEventListener("mouseup", function (e) {
+    if (!drag) return;
+    var d = drag; drag = null;
+    var dt = timeAt(d.w, d.x) - timeAt(d.w, e.clientX);
+    if (Math.abs(e.clientX - d.x) > 4) setWindow(d.w.from + dt, d.w.to + dt);
+  });
+})();
