@@ -6,7 +6,7 @@ DEMO_ARGS ?=
 
 .DEFAULT_GOAL := build
 
-.PHONY: build lab test test-main test-lab vet bench demo demo-replay clean
+.PHONY: build lab test check-tree test-main test-lab vet bench demo demo-replay clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -16,8 +16,12 @@ build:
 lab:
 	cd lab && $(GO) build -o ../bin/ ./cmd/lab
 
-# The whole suite: the services' module, then the lab's (real kube-apiserver and kube-scheduler).
-test: test-main test-lab
+# The whole suite: the tree holds no build output, then the services' module, then the lab's
+# (real kube-apiserver and kube-scheduler).
+test: check-tree test-main test-lab
+
+check-tree:
+	bash scripts/check-tree.sh
 
 test-main:
 	$(GO) test -count=1 -timeout 20m ./...
