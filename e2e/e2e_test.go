@@ -1,11 +1,15 @@
-// Package e2e runs the three binaries as the README starts them — correlator, api, and
-// `collector replay` — against real NATS JetStream and Postgres, and checks what the API serves.
+// Package e2e runs the pipeline against real NATS JetStream and Postgres and checks what the API
+// serves: the correlator and the api as the same apps the binaries run (correlatorapp,
+// apiserver) in this process, the command-line tools (`collector replay`, `collector import`,
+// `api compare`) as the built binaries; one test runs the daemons as binaries too, the way the
+// README starts them.
 package e2e_test
 
 import (
 	"bytes"
-
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +25,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
@@ -136,10 +143,9 @@ func readSample(t *testing.T) []*events.Envelope {
 	return out
 }
 
-// The README's way: correlator and api as daemons, collector replay of the sample; the API then
-// serves the documented timelines.
-// startPipeline runs the correlator and the api as daemons, replays the sample with the
-// collector, waits until everything is stored, and returns the API's base URL and the database.
+// startPipeline runs the correlator and the api in-process, replays the sample with the
+// collector binary, waits until everything is stored, and returns the API's base URL and the
+// database.
 func startPipeline(t *testing.T) (string, string) {
 	t.Helper()
 	base, dbURL, _ := startPipelineNATS(t)
@@ -149,14 +155,31 @@ func startPipeline(t *testing.T) (string, string) {
 // startPipelineNATS is startPipeline that also returns the NATS URL.
 func startPipelineNATS(t *testing.T) (string, string, string) {
 	t.Helper()
+	return pipeline(t, false)
+}
+
+// pipeline starts the daemons — as the binaries the README starts when asBinaries, else as their
+// apps in this process — and replays the sample through `collector replay`.
+func pipeline(t *testing.T, asBinaries bool) (string, string, string) {
+	t.Helper()
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	dbURL := pgtest.URL(t)
 	apiAddr := freeAddr(t)
 	common := []string{"SCHEDLENS_NATS_URL=" + nats.URL(), "SCHEDLENS_DATABASE_URL=" + dbURL}
-
-	daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+freeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
-	daemon(t, bin+"/api", append(common, "SCHEDLENS_HTTP_ADDR="+apiAddr))
+	if asBinaries {
+		daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+freeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
+		daemon(t, bin+"/api", append(common, "SCHEDLENS_HTTP_ADDR="+apiAddr))
+	} else {
+		cfg := correlator.DefaultConfig()
+		cfg.BatchWait = 50 * time.Millisecond
+		inProcess(t, "correlator", func(ctx context.Context) error {
+			return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: nats.URL(), DatabaseURL: dbURL, MetricsAddr: "127.0.0.1:0", Correlator: cfg})
+		})
+		inProcess(t, "api", func(ctx context.Context) error {
+			return apiserver.Run(ctx, apiserver.Options{HTTPAddr: apiAddr, DatabaseURL: dbURL})
+		})
+	}
 	base := "http://" + apiAddr
 	waitFor(t, "api /readyz", func() bool { code, _, _ := get(t, base+"/readyz"); return code == 200 })
 
@@ -180,6 +203,25 @@ func startPipelineNATS(t *testing.T) (string, string, string) {
 	return base, dbURL, nats.URL()
 }
 
+// inProcess runs an app until the test ends, failing the test if it stops with an error.
+func inProcess(t *testing.T, name string, run func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("%s did not stop", name)
+		}
+	})
+}
+
 // getJSON decodes a 200 answer of the API into v.
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
@@ -192,8 +234,10 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
+// The README's way: correlator and api as the built daemons, collector replay of the sample; the
+// API then serves the documented timelines.
 func TestReplayedSampleBecomesDocumentedTimelines(t *testing.T) {
-	base, _ := startPipeline(t)
+	base, _, _ := pipeline(t, true)
 	sample := readSample(t)
 	var stats struct {
 		EventsTotal int64            `json:"events_total"`

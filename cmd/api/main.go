@@ -12,29 +12,25 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/apiserver"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/config"
-	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
-	"github.com/schedlens/schedlens/internal/ui"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr, nil); err != nil {
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run serves until ctx ends. bound, when not nil, receives the listening address.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, bound chan<- string) error {
+// run serves until ctx ends, or prints a comparison.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
 		httpAddr, databaseURL, baseline, namespace string
 		idle                                       int
@@ -79,31 +75,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if compareName == "" {
+		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger})
+	}
 	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if compareName != "" {
-		c, err := api.Compute(ctx, db, compareName, namespace, baseline)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("compare: no experiment %q", compareName)
-		}
-		if err != nil {
-			return fmt.Errorf("compare: %w", err)
-		}
-		return compare.WriteTable(stdout, c)
+	c, err := api.Compute(ctx, db, compareName, namespace, baseline)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("compare: no experiment %q", compareName)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	web, err := ui.New(db, logger.With("component", "ui"))
 	if err != nil {
-		return err
+		return fmt.Errorf("compare: %w", err)
 	}
-	h, err := api.New(db, logger, reg, reg, api.WithUI(web))
-	if err != nil {
-		return err
-	}
-	return ops.Serve(ctx, httpAddr, h, logger, bound)
+	return compare.WriteTable(stdout, c)
 }

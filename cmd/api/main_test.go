@@ -27,7 +27,7 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 		{"-database-url", url, "compare", "day99", "-namespace", "ai-lab"},
 	} {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"api"}, args...), env, &stdout, &stderr, nil)
+		err := run(context.Background(), append([]string{"api"}, args...), env, &stdout, &stderr)
 		if err == nil || err.Error() != `compare: no experiment "day99"` {
 			t.Errorf("api %q: %v; want the database reached and no experiment day99\n%s", args, err, stderr.String())
 		}
@@ -39,7 +39,7 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 		{"frobnicate"},
 	} {
 		var stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"api"}, args...), env, &bytes.Buffer{}, &stderr, nil)
+		err := run(context.Background(), append([]string{"api"}, args...), env, &bytes.Buffer{}, &stderr)
 		if err == nil || !strings.Contains(stderr.String(), "usage:") {
 			t.Errorf("api %q: %v; want a usage error", args, err)
 		}

@@ -18,23 +18,19 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
+	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/gpusample"
 	"github.com/schedlens/schedlens/internal/importer"
 	"github.com/schedlens/schedlens/internal/ingest"
-	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/prober"
+	"github.com/schedlens/schedlens/internal/publisher"
 )
 
 func main() {
@@ -80,16 +76,16 @@ type options struct {
 
 	kubeconfig, namespaces, selector string
 	labels                           events.LabelKeys
-	metricsAddr                      string
+	metricsAddr, ingestAddr          string
 	resync, inventoryEvery           time.Duration
 	heartbeatEvery                   time.Duration
 	buffer                           int
-	probe                            collector.ProbeConfig
+	probe                            prober.Config
 	hostPods                         map[string]events.PodRef
 	apiURL                           string
 	wait                             time.Duration
 	requireAttributed                bool
-	dcgm                             collector.DCGMConfig
+	dcgm                             gpusample.Config
 	dcgmTargets                      []dcgm.Target
 }
 
@@ -98,18 +94,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs := config.New("collector", getenv, stderr)
 	fs.String(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
 	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
-	sdef := bus.DefaultStreamConfig()
-	fs.Duration(&o.stream.MaxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", sdef.MaxAge, "drop stream messages older than this")
-	fs.Int64(&o.stream.MaxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", sdef.MaxBytes, "most bytes the stream holds")
-	fs.Duration(&o.stream.Duplicates, "stream-duplicate-window", "SCHEDLENS_STREAM_DUPLICATE_WINDOW", sdef.Duplicates, "window in which JetStream drops a repeated message id")
+	o.stream = bus.DefaultStreamConfig()
+	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates)
 	o.log.Define(fs)
 	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
 	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")
 	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
 	config.Labels(fs, &o.labels)
 	fs.String(&o.metricsAddr, "metrics-addr", config.EnvMetricsAddr, "127.0.0.1:9101", "address of /metrics, /healthz and /readyz (run)")
+	fs.String(&o.ingestAddr, "ingest-addr", "SCHEDLENS_INGEST_ADDR", "127.0.0.1:9102", "address of POST /v1/ingest/requests, external request results (run; empty: none)")
 	fs.String(&o.source, "source", "SCHEDLENS_SOURCE", "", "envelope source (default collector/<hostname>; import: vegeta or ingest)")
-	ddef := collector.DefaultDCGMConfig()
+	ddef := gpusample.DefaultConfig()
 	fs.Duration(&o.dcgm.Interval, "dcgm-interval", "SCHEDLENS_DCGM_INTERVAL", ddef.Interval, "GPU samples: scrape interval (run; 0 disables)")
 	fs.String(&o.dcgm.Selector, "dcgm-selector", "SCHEDLENS_DCGM_SELECTOR", ddef.Selector, "GPU samples: label selector of the dcgm-exporter pods (run)")
 	fs.String(&o.dcgm.Namespace, "dcgm-namespace", "SCHEDLENS_DCGM_NAMESPACE", "", "GPU samples: namespace of the dcgm-exporter pods (run; default all)")
@@ -141,9 +136,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
 	fs.Duration(&o.inventoryEvery, "inventory-every", "SCHEDLENS_INVENTORY_EVERY", 5*time.Minute, "publish the pods in scope this often, besides after every list (run; 0: only after lists)")
 	fs.Duration(&o.heartbeatEvery, "heartbeat-every", "SCHEDLENS_HEARTBEAT_EVERY", collector.DefaultConfig().HeartbeatEvery, "say this often that each scope's watch is still live, so pods still Pending are known to wait (run; 0: none)")
-	pdef := collector.DefaultPublisherConfig()
+	pdef := publisher.DefaultConfig()
 	fs.Int(&o.buffer, "buffer", "SCHEDLENS_PUBLISH_BUFFER", pdef.Buffer, "envelopes held while NATS is slow or away (run)")
-	prdef := collector.DefaultProbeConfig()
+	prdef := prober.DefaultConfig()
 	fs.Duration(&o.probe.Interval, "probe-interval", "SCHEDLENS_PROBE_INTERVAL", prdef.Interval, "prober: time between requests to one pod (run; 0 disables the prober)")
 	fs.Duration(&o.probe.Timeout, "probe-timeout", "SCHEDLENS_PROBE_TIMEOUT", prdef.Timeout, "prober: request timeout (run)")
 	fs.String(&o.probe.Default.Method, "probe-method", "SCHEDLENS_PROBE_METHOD", prdef.Default.Method, "prober: method when the experiment names no request (run)")
@@ -216,17 +211,7 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	if o.cluster != "" {
 		cfg.Cluster = o.cluster
 	}
-	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
-		return config.Usagef("-cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
-	}
-	if err := ingest.CheckCluster(cfg.Cluster); err != nil { // POST /v1/ingest/requests puts it in ids
-		return config.Usagef("-cluster: %v", err)
-	}
 	cfg.Source = o.source
-	if cfg.Source == "" {
-		host, _ := os.Hostname()
-		cfg.Source = "collector/" + host
-	}
 	for _, ns := range strings.Split(o.namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			cfg.Namespaces = append(cfg.Namespaces, ns)
@@ -240,94 +225,16 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 		targets := o.dcgmTargets
 		cfg.DCGM.Targets = func() []dcgm.Target { return targets }
 	}
-
-	restCfg, err := kubeConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	restCfg.UserAgent = "schedlens-collector"
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := collector.NewMetrics(reg)
-
-	// The collector starts and keeps watching while NATS is away: publishes wait in the buffer.
-	nc, err := bus.Connect(o.natsURL, "schedlens-collector", logger, nats.RetryOnFailedConnect(true))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second), jetstream.WithPublishAsyncMaxPending(1024))
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	pcfg := collector.DefaultPublisherConfig()
+	pcfg := publisher.DefaultConfig()
 	pcfg.Buffer = o.buffer
-	ensure := func(ctx context.Context) error {
-		_, err := bus.EnsureStream(ctx, js, o.stream)
-		return err
-	}
-	pub := collector.NewPublisher(js, ensure, pcfg, logger, m)
-	c, err := collector.New(client, pub, cfg, logger, m)
+	app, err := collectorapp.New(collectorapp.Options{
+		NATSURL: o.natsURL, Stream: o.stream, Kubeconfig: o.kubeconfig, Collector: cfg, Publisher: pcfg,
+		MetricsAddr: o.metricsAddr, IngestAddr: o.ingestAddr, Logger: logger,
+	})
 	if err != nil {
 		return config.Usagef("%v", err)
 	}
-
-	ready := func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("nats not connected")
-		}
-		return c.Ready()
-	}
-	// Two-stage shutdown: informers stop with ctx, then the publisher drains its buffer.
-	pubCtx, stopPub := context.WithCancel(context.Background())
-	defer stopPub()
-	pubDone := make(chan error, 1)
-	go func() { pubDone <- pub.Run(pubCtx) }()
-
-	mux := http.NewServeMux()
-	ops.Register(mux, reg, ready)
-	publish := func(ctx context.Context, envs []*events.Envelope) error {
-		_, err := bus.PublishAll(ctx, js, envs)
-		return err
-	}
-	mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: cfg.Cluster, Source: "ingest", Logger: logger}, publish))
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ops.Serve(gctx, o.metricsAddr, mux, logger, nil) })
-	g.Go(func() error {
-		// Stopped while still listing (an unreachable API server, say): a clean stop, not an error.
-		if err := c.Run(gctx); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-			return err
-		}
-		return nil
-	})
-	err = g.Wait()
-	stopPub()
-	if perr := <-pubDone; perr != nil && err == nil {
-		err = perr
-	}
-	return err
-}
-
-// kubeConfig loads the kubeconfig named, else the in-cluster config, else the default loading
-// rules (KUBECONFIG, ~/.kube/config).
-func kubeConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		if c, err := rest.InClusterConfig(); err == nil {
-			return c, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	return c, nil
+	return app.Run(ctx)
 }
 
 // importResults is `collector import vegeta|ndjson FILE`.
@@ -406,7 +313,7 @@ func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout
 	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
 		return err
 	}
-	res, err := collector.Replay(ctx, js, in, o.cluster, stderr)
+	res, err := bus.Replay(ctx, js, in, o.cluster, stderr)
 	fmt.Fprintf(stdout, "published %d envelopes (%d already in the stream), %d invalid lines, %d not acknowledged\n",
 		res.Published, res.Duplicates, res.Invalid, res.Failed)
 	if err != nil {

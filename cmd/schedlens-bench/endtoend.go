@@ -14,6 +14,7 @@ import (
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -59,12 +60,12 @@ func generate(n int) ([]*events.Envelope, error) {
 func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, envs []*events.Envelope, cfg correlator.Config, logger, corrLogger *slog.Logger) (figure, error) {
 	external := natsURL != ""
 	if !external {
-		srv, err := startNATS()
+		srv, err := natsserver.Start(natsserver.Options{})
 		if err != nil {
 			return figure{}, err
 		}
-		defer srv.close()
-		natsURL = srv.url()
+		defer srv.Close()
+		natsURL = srv.URL()
 	}
 	nc, err := bus.Connect(natsURL, "schedlens-bench", logger)
 	if err != nil {
@@ -165,41 +166,25 @@ func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, envs []*
 	return newFigure(len(envs), took), nil
 }
 
-// publish sends envs asynchronously, keeping at most publishWin unacknowledged, and returns once
-// every one is acknowledged as newly stored.
+// publish sends envs through the bus's window, keeping at most publishWin unacknowledged, and
+// returns once every one is acknowledged as newly stored.
 func publish(ctx context.Context, js jetstream.JetStream, envs []*events.Envelope, window time.Duration) error {
-	futures := make([]jetstream.PubAckFuture, len(envs))
-	await := func(i int) error {
-		select {
-		case ack := <-futures[i].Ok():
-			if ack.Duplicate {
-				return fmt.Errorf("publish %s: JetStream dropped it as a duplicate: the bench's ids were published less than the stream's duplicate window (%s) ago; wait, or omit -nats-url", envs[i].ID, window)
-			}
-			return nil
-		case err := <-futures[i].Err():
+	w := bus.NewWindow(js, publishWin, func(i int, ack *jetstream.PubAck, err error) error {
+		switch {
+		case err != nil:
 			return fmt.Errorf("publish %s: %w", envs[i].ID, err)
-		case <-ctx.Done():
-			return ctx.Err()
+		case ack.Duplicate:
+			return fmt.Errorf("publish %s: JetStream dropped it as a duplicate: the bench's ids were published less than the stream's duplicate window (%s) ago; wait, or omit -nats-url", envs[i].ID, window)
 		}
-	}
+		return nil
+	})
 	for i, env := range envs {
-		if i >= publishWin {
-			if err := await(i - publishWin); err != nil {
-				return err
-			}
-		}
-		f, err := bus.PublishAsync(js, env)
-		if err != nil {
-			return fmt.Errorf("publish %s: %w", env.ID, err)
-		}
-		futures[i] = f
-	}
-	for i := max(len(envs)-publishWin, 0); i < len(envs); i++ {
-		if err := await(i); err != nil {
+		if err := w.Publish(ctx, env, i); err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err := w.Wait(ctx)
+	return err
 }
 
 // waitStored polls the store until it counts n events and returns the time since start. It

@@ -118,7 +118,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	rows := eventRows(envs)
 	logger.Info("generated envelopes", "events", len(envs))
 
 	cfg := correlator.DefaultConfig()
@@ -128,11 +127,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("end to end: %w", err)
 	}
-	raw, err := measureCopyFrom(ctx, pg, rows, o.batchSize)
+	raw, err := measureCopyFrom(ctx, pg, envs, o.batchSize)
 	if err != nil {
 		return fmt.Errorf("raw CopyFrom: %w", err)
 	}
-	naive, err := measureNaive(ctx, pg, rows[:min(len(rows), naiveMaxRows)])
+	naive, err := measureNaive(ctx, pg, envs[:min(len(envs), naiveMaxRows)])
 	if err != nil {
 		return fmt.Errorf("naive INSERT: %w", err)
 	}

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
 )
 
 // TestRunSmoke runs the whole bench on a few rows against the real Postgres and checks that it
@@ -19,11 +18,9 @@ func TestRunSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := pgtest.AdminURL()
-	c, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		pgtest.Unavailable(t, "postgres at %s unreachable: %v", admin, err)
+	if err := store.CheckServer(ctx, admin); err != nil {
+		pgtest.Unavailable(t, "%v", err)
 	}
-	c.Close(ctx)
 
 	var stdout, stderr bytes.Buffer
 	noEnv := func(string) string { return "" }

@@ -8,8 +8,10 @@
 //     count, sum of per-event increments), so any order and any batching give the same result.
 //   - Derive turns merged Facts into a Timeline (precision rules, fallbacks, durations).
 //
-// The store keeps Facts in the pods table (merged with LEAST/GREATEST/+ in SQL) and derives the
-// timeline in the pod_timeline view; a test feeds the same events to both and compares.
+// Build is the reference. The store keeps Facts in the pods table (merged with LEAST/GREATEST/+
+// in SQL, mergePods) and derives the timeline in the pod_timeline view (with clamp_up and
+// seen_live mirroring clampUp and seenLive, and the end causes read from EndReasons, which the
+// store writes into the database); its tests feed the same events to both and compare every field.
 package align
 
 import (

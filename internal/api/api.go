@@ -1,5 +1,11 @@
-// Package api serves the read-only HTTP API over the store: pod timelines, pod lists and
-// statistics as JSON, errors as application/problem+json (RFC 9457).
+// Package api serves the HTTP API over the store: pod timelines and lists, experiments and their
+// comparisons, service interruptions, run traces, statistics and dead letters as JSON, errors as
+// application/problem+json (RFC 9457), and the web UI under /ui/ when mounted (WithUI).
+//
+// Every route only reads, except PUT /v1/experiments/{name}, which stores a definition (as an
+// experiment event). POST /v1/requests/lookup reads too: a POST because its ids come in a body.
+// External request results are written elsewhere: POST /v1/ingest/requests is the collector's
+// (its own -ingest-addr listener).
 package api
 
 import (

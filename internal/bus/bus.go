@@ -1,5 +1,6 @@
 // Package bus is the NATS JetStream adapter shared by the collector and the correlator: the
-// connection, the SCHEDLENS stream, and publishing envelopes with their ids as Nats-Msg-Id.
+// connection, the SCHEDLENS stream, publishing envelopes with their ids as Nats-Msg-Id through
+// one windowed publisher (window.go), and replaying JSONL recordings through it (replay.go).
 package bus
 
 import (
@@ -103,55 +104,4 @@ func PublishAsync(js jetstream.JetStream, env *events.Envelope) (jetstream.PubAc
 		}
 	}
 	return js.PublishAsync(events.SubjectOf(env), b, jetstream.WithMsgID(env.ID))
-}
-
-// PublishResult counts what JetStream acknowledged.
-type PublishResult struct {
-	Published  int // acknowledged
-	Duplicates int // of those, ids the stream already held
-	Failed     int // not acknowledged
-}
-
-// PublishAll publishes envs and waits for every acknowledgement, up to 1024 in flight. It
-// returns an error when any envelope was not acknowledged (their count is in Failed).
-func PublishAll(ctx context.Context, js jetstream.JetStream, envs []*events.Envelope) (PublishResult, error) {
-	var res PublishResult
-	var firstErr error
-	for start := 0; start < len(envs); start += 1024 {
-		var futs []jetstream.PubAckFuture
-		for _, env := range envs[start:min(start+1024, len(envs))] {
-			f, err := PublishAsync(js, env)
-			if err != nil {
-				res.Failed++
-				firstErr = cmpErr(firstErr, err)
-				continue
-			}
-			futs = append(futs, f)
-		}
-		for _, f := range futs {
-			select {
-			case ack := <-f.Ok():
-				res.Published++
-				if ack.Duplicate {
-					res.Duplicates++
-				}
-			case err := <-f.Err():
-				res.Failed++
-				firstErr = cmpErr(firstErr, err)
-			case <-ctx.Done():
-				return res, ctx.Err()
-			}
-		}
-	}
-	if firstErr != nil {
-		return res, fmt.Errorf("%d of %d envelopes not acknowledged: %w", res.Failed, len(envs), firstErr)
-	}
-	return res, nil
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/publisher"
 )
 
 // cluster is a fake API server (client-go's fake clientset) whose pod list can be held and
@@ -155,7 +156,7 @@ func (w *breakableWatch) ResultChan() <-chan watch.Event { return w.out }
 // running is a collector under test with its publisher.
 type running struct {
 	c      *collector.Collector
-	pub    *collector.Publisher
+	pub    *publisher.Publisher
 	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan error
@@ -184,14 +185,13 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	m := collector.NewMetrics(reg)
-	pcfg := collector.DefaultPublisherConfig()
+	pcfg := publisher.DefaultConfig()
 	pcfg.RetryMin, pcfg.RetryMax = 20*time.Millisecond, 200*time.Millisecond
 	if o.buffer > 0 {
 		pcfg.Buffer = o.buffer
 	}
 	ensure := func(ctx context.Context) error { _, err := bus.EnsureStream(ctx, js, bus.StreamConfig{}); return err }
-	pub := collector.NewPublisher(js, ensure, pcfg, logger, m)
+	pub := publisher.New(js, ensure, pcfg, logger, reg)
 	cfg := collector.DefaultConfig()
 	cfg.Cluster, cfg.Source = "lab", "collector/test"
 	cfg.Namespaces = []string{"ai-lab"}
@@ -199,7 +199,7 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 	// The recorded pods have cluster IPs (10.244.x): never probe or scrape them from a test.
 	cfg.Probe.Interval = 0
 	cfg.DCGM.Interval = 0
-	c, err := collector.New(k.client, pub, cfg, logger, m)
+	c, err := collector.New(k.client, pub, cfg, logger, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 // recorded reads a List recorded from a real API server in testdata.
 func recorded[T any](t *testing.T, file string) []T {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + file)
+	b, err := os.ReadFile("../kube/testdata/" + file) // the recordings package kube keeps
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 // day20Primary are the primary metrics of the lab's day20 experiment (lab/experiment/day20.yaml:
 // metrics [pending, start, model_load, time_to_first_success, preemptions, restarts]).
-var day20Primary, _ = compare.PrimaryMetrics([]any{"pending", "start", "model_load", "time_to_first_success", "preemptions", "restarts"})
+var day20Primary, _ = compare.PrimaryMetrics([]string{"pending", "start", "model_load", "time_to_first_success", "preemptions", "restarts"})
 
 func callsAnything(v string) bool {
 	return v == compare.Improvement || v == compare.Regression || v == compare.TradeOff
@@ -92,7 +92,7 @@ func TestDetectsLatencyIncrease(t *testing.T) {
 func TestPlantedTradeOffStaysTradeOff(t *testing.T) {
 	moved := noEffect
 	moved.pending, moved.load = 0.3, 2
-	primary, _ := compare.PrimaryMetrics("pending")
+	primary, _ := compare.PrimaryMetrics([]string{"pending"})
 	t.Logf("planted trade-off, 3 repeats: %v", verdictCounts(simulate(100, 12, issueDesign, busyWorkload, labNoise, moved, primary)))
 	rs := simulate(100, 12, design{repeats: 5, pods: 3, requests: 100}, busyWorkload, labNoise, moved, primary)
 	tradeOffs := 0
@@ -323,7 +323,7 @@ func TestInsufficientDataThresholdsAndRollback(t *testing.T) {
 
 func TestPrimaryMetricWords(t *testing.T) {
 	// The seed's ConfigMap says "placement, Pending, preemption, latency".
-	got, unknown := compare.PrimaryMetrics("placement, Pending, preemption, latency, cost of GPUs")
+	got, unknown := compare.PrimaryMetrics([]string{"placement", "Pending", "preemption", "latency", "cost of GPUs"})
 	want := []string{"pending_p50_s", "pending_p95_s", "never_scheduled", "preemptions_suffered", "preemptions_caused", "latency_p50_ms", "latency_p95_ms"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("seed's metrics (-want +got):\n%s", diff)
@@ -342,7 +342,11 @@ func TestPrimaryMetricWords(t *testing.T) {
 		"latency_p99_ms":        {"latency_p99_ms"},
 		"":                      compare.DefaultPrimary,
 	} {
-		got, unknown := compare.PrimaryMetrics(words)
+		var list []string
+		if words != "" {
+			list = []string{words}
+		}
+		got, unknown := compare.PrimaryMetrics(list)
 		if !cmp.Equal(want, got) || len(unknown) > 0 {
 			t.Errorf("PrimaryMetrics(%q) = %v, unknown %v; want %v", words, got, unknown, want)
 		}

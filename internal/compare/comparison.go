@@ -131,9 +131,11 @@ func Build(in Input, baseline string) (Comparison, error) {
 	}
 	o := Options{Seed: 20}
 	var th []Threshold
-	var metrics any
+	var metrics []string
 	if def != nil {
-		metrics = def.Metrics
+		if def.Metrics != nil {
+			metrics = def.Metrics.List
+		}
 		th, c.UnknownThresholds = Thresholds(def.Thresholds)
 		o.Margins, c.BadMargins = Margins(def.Margins)
 		if def.Alpha > 0 && def.Alpha < 1 {

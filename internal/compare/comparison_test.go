@@ -23,7 +23,7 @@ func TestBuildFromDefinition(t *testing.T) {
 	// simArm's run r starts at 10:00 + r minutes; the definition arrived between runs 1 and 2.
 	in.DefinedAt = time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC)
 	in.Definition = &events.Experiment{Name: "day20", Baseline: "control", Alpha: 0.1,
-		Metrics:    "placement, Pending, cost",
+		Metrics:    &events.Words{List: []string{"placement", "Pending", "cost"}},
 		Margins:    map[string]any{"pending": "50%", "bogus": 1.0},
 		Thresholds: map[string]any{"error_rate": 0.01, "nonsense": 2.0}}
 	in.Placement = map[string]*compare.ArmPlacement{"treatment": {

@@ -51,24 +51,10 @@ var metricWords = map[string][]string{
 // place and how long they waited, how long until they served, and what the users felt.
 var DefaultPrimary = []string{"pending_p95_s", "never_scheduled", "time_to_first_success_p50_s", "latency_p95_ms", "error_rate"}
 
-// PrimaryMetrics maps an experiment definition's `metrics` value (a list of words, or one
-// comma-separated string) to metric names, in the order of Metrics. Words that name no metric are
-// returned apart. A definition that names no metric gets DefaultPrimary.
-func PrimaryMetrics(words any) (names []string, unknown []string) {
-	var list []string
-	switch v := words.(type) {
-	case nil:
-	case string:
-		list = strings.Split(v, ",")
-	case []string:
-		list = v
-	case []any:
-		for _, x := range v {
-			list = append(list, fmt.Sprint(x))
-		}
-	default:
-		unknown = append(unknown, fmt.Sprint(v))
-	}
+// PrimaryMetrics maps an experiment definition's `metrics` words to metric names, in the order
+// of Metrics. Words that name no metric are returned apart. A definition that names no metric
+// gets DefaultPrimary.
+func PrimaryMetrics(list []string) (names []string, unknown []string) {
 	set := map[string]bool{}
 	for _, w := range list {
 		w = strings.TrimSpace(w)

@@ -35,6 +35,17 @@ func DefaultConfig() Config {
 	return Config{Consumer: "correlator", BatchSize: 500, BatchWait: 200 * time.Millisecond, AckWait: 60 * time.Second, RetryDelay: 2 * time.Second}
 }
 
+// Check reports a setting New would refuse.
+func Check(cfg Config) error {
+	if cfg.BatchSize <= 0 {
+		return fmt.Errorf("batch size must be positive, got %d", cfg.BatchSize)
+	}
+	if cfg.BatchWait <= 0 {
+		return fmt.Errorf("batch wait must be positive, got %s", cfg.BatchWait)
+	}
+	return nil
+}
+
 // Correlator moves envelopes from JetStream into the store.
 type Correlator struct {
 	cfg     Config
@@ -50,11 +61,8 @@ func New(js jetstream.JetStream, db *store.DB, cfg Config, logger *slog.Logger, 
 	if cfg.Consumer == "" {
 		cfg.Consumer = def.Consumer
 	}
-	if cfg.BatchSize <= 0 {
-		return nil, fmt.Errorf("batch size must be positive, got %d", cfg.BatchSize)
-	}
-	if cfg.BatchWait <= 0 {
-		return nil, fmt.Errorf("batch wait must be positive, got %s", cfg.BatchWait)
+	if err := Check(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.AckWait == 0 {
 		cfg.AckWait = def.AckWait
@@ -193,7 +201,7 @@ func deadLetter(m jetstream.Msg, err error) *store.DeadLetter {
 // batch is split until the event it rejects stands alone, and that event is dead-lettered with
 // the database's reason while the rest is stored. Halves stored before a later failure are
 // harmless to store again: ids make every insert idempotent.
-func (c *Correlator) ingest(ctx context.Context, items []*item) (store.IngestResult, error) {
+func (c *Correlator) ingest(ctx context.Context, items []*item) (store.AppendResult, error) {
 	var envs []*events.Envelope
 	var dead []store.DeadLetter
 	for _, it := range items {
@@ -203,7 +211,7 @@ func (c *Correlator) ingest(ctx context.Context, items []*item) (store.IngestRes
 			envs = append(envs, it.env)
 		}
 	}
-	res, err := c.db.Ingest(ctx, envs, dead)
+	res, err := c.db.Append(ctx, envs, dead)
 	if err == nil || !store.IsDataError(err) || len(envs) == 0 {
 		return res, err
 	}

@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observe(res store.IngestResult, n int, took time.Duration) {
+func (m *metrics) observe(res store.AppendResult, n int, took time.Duration) {
 	for k, c := range res.ByKind {
 		m.stored.WithLabelValues(string(k)).Add(float64(c))
 	}

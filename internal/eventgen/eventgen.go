@@ -80,15 +80,15 @@ func Generate(cfg Config) []*events.Envelope {
 
 // experiment emits the definition, as the collector turns the experiment ConfigMap into one.
 func (g *gen) experiment(at time.Time) {
-	arms := make([]any, 0, len(g.cfg.Arms))
+	arms := make([]events.ArmSpec, 0, len(g.cfg.Arms))
 	for _, a := range g.cfg.Arms {
-		arms = append(arms, map[string]any{"name": a})
+		arms = append(arms, events.ArmSpec{Name: a})
 	}
 	g.emit(events.KindExperiment, "experiment/"+g.cfg.Namespace+"/"+g.cfg.Experiment+"-experiment/1", at, nil, "", &events.Experiment{
 		Name: g.cfg.Experiment, Change: "placement of the inference pods",
-		Fixed: map[string]any{"image": "nvcr.io/nvidia/tritonserver:25.01-py3", "model": "resnet50", "pods": float64(g.cfg.PodsPerArm),
-			"request": map[string]any{"method": "POST", "port": float64(8000), "path": "/v2/models/resnet50/infer"}},
-		Metrics: []any{"pending", "model_load", "time_to_first_success"}, Repeats: g.cfg.Runs, Baseline: g.cfg.Arms[0], Arms: arms,
+		Fixed: &events.Workload{Image: "nvcr.io/nvidia/tritonserver:25.01-py3", Model: "resnet50", Pods: g.cfg.PodsPerArm,
+			Request: &events.FixedRequest{Method: "POST", Port: 8000, Path: "/v2/models/resnet50/infer"}},
+		Metrics: &events.Words{List: []string{"pending", "model_load", "time_to_first_success"}}, Repeats: g.cfg.Runs, Baseline: g.cfg.Arms[0], Arms: arms,
 		Thresholds: map[string]any{"p95_latency_ms": float64(800), "error_rate": 0.01},
 	})
 }

@@ -326,6 +326,8 @@ func decodeObject(raw []byte, dst any, path string) error {
 	return nil
 }
 
+var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
 func decodeValue(raw json.RawMessage, v reflect.Value, path string) error {
 	t := v.Type()
 	elem := t
@@ -333,6 +335,12 @@ func decodeValue(raw json.RawMessage, v reflect.Value, path string) error {
 		elem = t.Elem()
 	}
 	switch {
+	case reflect.PointerTo(elem).Implements(unmarshalerType) && elem != timeType:
+		// A type that reads itself (a definition's fixed, metrics, arms): its own error.
+		if err := json.Unmarshal(raw, v.Addr().Interface()); err != nil {
+			return invalid(path, "%v", err)
+		}
+		return nil
 	case elem.Kind() == reflect.Struct && elem != timeType:
 		target := reflect.New(elem)
 		if err := decodeObject(raw, target.Interface(), path); err != nil {

@@ -277,22 +277,3 @@ type Heartbeat struct {
 	Scope Scope     `json:"scope"`
 	Since time.Time `json:"since"`
 }
-
-// Experiment is an experiment definition, as in the experiment ConfigMap (experiment).
-type Experiment struct {
-	Name       string         `json:"name"`
-	Change     string         `json:"change,omitempty"`
-	Fixed      any            `json:"fixed,omitempty"`
-	Metrics    any            `json:"metrics,omitempty"`
-	Repeats    int            `json:"repeats,omitempty"`
-	Baseline   string         `json:"baseline,omitempty"`
-	Arms       any            `json:"arms,omitempty"`
-	Thresholds map[string]any `json:"thresholds,omitempty"`
-	// Margins are equivalence margins per metric or metric word (a number in the metric's unit,
-	// or "10%" of the baseline); Alpha the family-wise error rate of the verdicts (default 0.05).
-	// Both are schedlens additions.
-	Margins map[string]any `json:"margins,omitempty"`
-	Alpha   float64        `json:"alpha,omitempty"`
-	// Errors lists values of the definition that could not be parsed (kept raw in their field).
-	Errors []string `json:"errors,omitempty"`
-}

@@ -1,7 +1,9 @@
 package kube
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,19 +50,21 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 	if raw, ok := present(data, keyFixed); ok {
 		v, err := parseYAML(raw)
 		if _, isObject := v.(map[string]any); err != nil || !isObject {
-			exp.Fixed = raw
+			exp.Fixed = &events.Workload{Text: raw}
 			fail(keyFixed, "want a YAML or JSON object: %s", whyNot(v, err))
-		} else {
-			exp.Fixed = v
+		} else if err := retype(v, &exp.Fixed); err != nil {
+			exp.Fixed = &events.Workload{Text: raw}
+			fail(keyFixed, "%v", err)
 		}
 	}
 	if raw, ok := present(data, keyMetrics); ok {
 		v, err := parseList(raw)
+		if err == nil {
+			err = retype(v, &exp.Metrics)
+		}
 		if err != nil {
-			exp.Metrics = raw
+			_ = retype(raw, &exp.Metrics) // kept as written (a string reads as comma-separated words)
 			fail(keyMetrics, "%v", err)
-		} else {
-			exp.Metrics = v
 		}
 	}
 	if raw, ok := present(data, keyRepeats); ok {
@@ -73,15 +77,18 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 	}
 	if raw, ok := present(data, keyArms); ok {
 		v, err := parseList(raw)
+		if err == nil {
+			err = retype(v, &exp.Arms)
+		}
 		if err != nil {
-			exp.Arms = raw
+			// Kept as it was written, beside the fields the definition understands.
+			exp.Arms = nil
+			exp.Extra = map[string]json.RawMessage{keyArms: mustJSON(raw)}
 			fail(keyArms, "%v", err)
-		} else {
-			exp.Arms = v
 		}
 	}
 	exp.Baseline = strings.TrimSpace(data[keyBaseline])
-	if exp.Baseline == "" && hasArm(exp.Arms, defaultBaseline) {
+	if exp.Baseline == "" && slices.Contains(exp.ArmNames(), defaultBaseline) {
 		exp.Baseline = defaultBaseline
 	}
 	if raw, ok := present(data, keyThresholds); ok {
@@ -143,22 +150,19 @@ func parseList(raw string) ([]any, error) {
 	return out, nil
 }
 
-// hasArm reports whether an arms list names the arm, as a string or an object's "name".
-func hasArm(arms any, name string) bool {
-	list, _ := arms.([]any)
-	for _, a := range list {
-		switch a := a.(type) {
-		case string:
-			if a == name {
-				return true
-			}
-		case map[string]any:
-			if a[keyName] == name {
-				return true
-			}
-		}
+// retype turns a parsed YAML value into a typed field through its JSON form, the way the
+// definition travels.
+func retype(v any, dst any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	return false
+	return json.Unmarshal(b, dst)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // whyNot says why a parsed value is not an object.

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,16 +34,18 @@ func TestExperimentOf(t *testing.T) {
 			want: events.Experiment{
 				Name:   "day20", // the schedlens.io/experiment label
 				Change: "required node affinity and PriorityClass preemption for GPU inference pods",
-				Fixed: map[string]any{
-					"model": "llama-3-8b", "image": "nvcr.io/nvidia/tritonserver:25.01-py3",
-					"nodes": 6.0, "gpus_per_node": 2.0, // numbers as JSON decodes them
+				Fixed: &events.Workload{
+					Model: "llama-3-8b", Image: "nvcr.io/nvidia/tritonserver:25.01-py3",
+					// keys the definition does not know, kept as they came
+					Extra: map[string]json.RawMessage{"nodes": json.RawMessage("6"), "gpus_per_node": json.RawMessage("2")},
 				},
-				Metrics: []any{"pending", "time_to_first_success", "preemptions"}, // a YAML list
+				Metrics: &events.Words{List: []string{"pending", "time_to_first_success", "preemptions"}}, // a YAML list
 				Repeats: 3,
 				// Not set in the ConfigMap: "control" because an arm has that name.
-				Baseline:   "control",
-				Arms:       []any{"control", "affinity", "priority", "background", "oversized"}, // comma-separated
-				Thresholds: map[string]any{"pending_p50_ms": 500.0, "error_rate": 0.01},         // JSON
+				Baseline: "control",
+				Arms: []events.ArmSpec{{Name: "control", Bare: true}, {Name: "affinity", Bare: true}, {Name: "priority", Bare: true},
+					{Name: "background", Bare: true}, {Name: "oversized", Bare: true}}, // comma-separated
+				Thresholds: map[string]any{"pending_p50_ms": 500.0, "error_rate": 0.01}, // JSON
 			},
 		},
 		{
@@ -50,11 +53,11 @@ func TestExperimentOf(t *testing.T) {
 			want: events.Experiment{
 				Name:    "day21", // the label is empty: data "name"
 				Change:  "MPS instead of time-slicing",
-				Fixed:   "{model: llama-3-8b, gpu: A100", // kept raw
-				Metrics: []any{"pending", "ttfs", "restarts"},
-				Arms: []any{
-					map[string]any{"name": "time-slicing", "sharing": "time-slicing"},
-					map[string]any{"name": "mps", "sharing": "mps"},
+				Fixed:   &events.Workload{Text: "{model: llama-3-8b, gpu: A100"}, // kept raw
+				Metrics: &events.Words{List: []string{"pending", "ttfs", "restarts"}},
+				Arms: []events.ArmSpec{
+					{Name: "time-slicing", Extra: map[string]json.RawMessage{"sharing": json.RawMessage(`"time-slicing"`)}},
+					{Name: "mps", Extra: map[string]json.RawMessage{"sharing": json.RawMessage(`"mps"`)}},
 				},
 				// No arm named control and none named as baseline: no baseline.
 				Errors: []string{
@@ -72,10 +75,10 @@ func TestExperimentOf(t *testing.T) {
 			},
 			want: events.Experiment{
 				Name:     "day20-experiment", // no label, no data name: the ConfigMap's name
-				Fixed:    "just words",
-				Metrics:  "[pending,",
+				Fixed:    &events.Workload{Text: "just words"},
+				Metrics:  &events.Words{Text: "[pending,", List: []string{"[pending"}},
 				Baseline: "affinity", // named: kept even though no arm has it
-				Arms:     []any{"control"},
+				Arms:     []events.ArmSpec{{Name: "control", Bare: true}},
 				Errors: []string{
 					"fixed: want a YAML or JSON object: got a string",
 					"metrics: error converting YAML to JSON: yaml: line 1: did not find expected node content",

@@ -1,73 +1,34 @@
 // Package natstest runs a real NATS server with JetStream inside the test process, one per test,
-// so tests own their stream and can stop and restart the server.
+// so tests own their stream and can stop and restart the server (see natsserver).
 package natstest
 
 import (
-	"fmt"
-	"net"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/schedlens/schedlens/internal/natsserver"
 )
 
-// Server is an in-process nats-server with JetStream and file storage in a temp dir.
+// Server is an in-process nats-server with JetStream and file storage in the test's temp dir.
 type Server struct {
-	t    testing.TB
-	opts server.Options
-	srv  *server.Server
+	t testing.TB
+	*natsserver.Server
 }
 
 // Start runs a server on a free loopback port; it is shut down when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := natsserver.Start(natsserver.Options{Dir: t.TempDir()})
 	if err != nil {
-		t.Fatalf("pick a port: %v", err)
+		t.Fatalf("nats: %v", err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &Server{t: t, opts: server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	}}
-	s.start()
-	t.Cleanup(s.Stop)
-	return s
-}
-
-// URL is the client URL of the server.
-func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.opts.Port) }
-
-// Stop shuts the server down; its stored streams stay on disk for Restart.
-func (s *Server) Stop() {
-	if s.srv != nil {
-		s.srv.Shutdown()
-		s.srv.WaitForShutdown()
-		s.srv = nil
-	}
+	t.Cleanup(s.Close)
+	return &Server{t: t, Server: s}
 }
 
 // Restart starts the server again on the same port with the same storage.
 func (s *Server) Restart() {
-	s.Stop()
-	s.start()
-}
-
-func (s *Server) start() {
 	s.t.Helper()
-	opts := s.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		s.t.Fatalf("start nats-server: %v", err)
+	if err := s.Server.Restart(); err != nil {
+		s.t.Fatalf("restart nats: %v", err)
 	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		s.t.Fatalf("nats-server not ready on %s", s.URL())
-	}
-	s.srv = srv
 }

@@ -48,8 +48,8 @@ func Handler(g prometheus.Gatherer, ready ReadyFunc) http.Handler {
 }
 
 // Serve runs an HTTP server on addr until ctx ends, then shuts it down gracefully. When bound is
-// not nil it receives the listening address (useful with port 0).
-func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, bound chan<- string) error {
+// not nil it is called with the listening address (useful with port 0) before serving starts.
+func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, bound func(addr string)) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -57,7 +57,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("http listening", "addr", l.Addr().String())
 	if bound != nil {
-		bound <- l.Addr().String()
+		bound(l.Addr().String())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

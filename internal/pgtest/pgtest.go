@@ -5,20 +5,12 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io/fs"
-	"log/slog"
-	"net/url"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/schedlens/schedlens/internal/store"
-	"github.com/schedlens/schedlens/migrations"
 )
 
 // AdminURL is the server tests create their databases on: $SCHEDLENS_TEST_DATABASE_URL, else the
@@ -45,101 +37,26 @@ func URL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		Unavailable(t, "postgres at %s unreachable: %v", AdminURL(), err)
+	if err := store.CheckServer(ctx, AdminURL()); err != nil {
+		Unavailable(t, "%v", err)
 	}
-	defer admin.Close(ctx)
-
-	tmpl, err := ensureTemplate(ctx, admin)
+	tmpl, err := store.TemplateDatabase(ctx, AdminURL())
 	if err != nil {
-		t.Fatalf("prepare template database: %v", err)
+		t.Fatalf("prepare the template database: %v", err)
 	}
 	name := "schedlens_test_" + randomHex(6)
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, tmpl)); err != nil {
+	dbURL, err := store.CreateDatabase(ctx, AdminURL(), name, tmpl)
+	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := pgx.Connect(ctx, AdminURL())
-		if err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
+		if err := store.DropDatabase(ctx, AdminURL(), name); err != nil {
+			t.Errorf("%v", err)
 		}
 	})
-	return withDatabase(AdminURL(), name)
-}
-
-// ensureTemplate creates and migrates the template for the current migrations once; concurrent
-// test processes wait on an advisory lock.
-func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
-	sum, err := migrationsHash()
-	if err != nil {
-		return "", err
-	}
-	name := "schedlens_tmpl_" + sum[:12]
-	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock(7405321)`); err != nil {
-		return "", err
-	}
-	defer admin.Exec(context.Background(), `SELECT pg_advisory_unlock(7405321)`)
-	var exists bool
-	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
-		return "", err
-	}
-	if exists {
-		return name, nil
-	}
-	building := name + "_wip"
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, building)); err != nil {
-		return "", err
-	}
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, building)); err != nil {
-		return "", err
-	}
-	db, err := store.Open(ctx, withDatabase(AdminURL(), building), slog.New(slog.DiscardHandler))
-	if err != nil {
-		return "", err
-	}
-	err = db.Migrate(ctx)
-	db.Close()
-	if err != nil {
-		return "", err
-	}
-	// Renamed only once complete, so a crash mid-migration never leaves a broken template.
-	if _, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s RENAME TO %s`, building, name)); err != nil {
-		return "", err
-	}
-	return name, nil
-}
-
-func migrationsHash() (string, error) {
-	h := sha256.New()
-	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(migrations.FS, path)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%s\x00", path, b)
-		return nil
-	})
-	return hex.EncodeToString(h.Sum(nil)), err
-}
-
-func withDatabase(base, name string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(fmt.Sprintf("pgtest: bad admin url %q: %v", base, err))
-	}
-	u.Path = "/" + name
-	return u.String()
+	return dbURL
 }
 
 func randomHex(n int) string {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -96,6 +97,30 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	for _, r := range results {
 		db.logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
+	}
+	return db.syncRules(ctx)
+}
+
+// syncRules writes the timeline rules the SQL reads from Go (align is the reference): the end
+// causes by rank.
+func (db *DB) syncRules(ctx context.Context) error {
+	var ranks []int32
+	var reasons []string
+	for rank, reason := range align.EndReasons {
+		if rank > 0 {
+			ranks, reasons = append(ranks, int32(rank)), append(reasons, reason)
+		}
+	}
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM end_reasons WHERE NOT (rank = ANY($1))`, ranks); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO end_reasons (rank, reason) SELECT * FROM unnest($1::int[], $2::text[])
+			ON CONFLICT (rank) DO UPDATE SET reason = excluded.reason`, ranks, reasons)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write the end causes: %w", err)
 	}
 	return nil
 }

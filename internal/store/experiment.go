@@ -255,7 +255,7 @@ func (db *DB) DefineExperiment(ctx context.Context, def events.Experiment, now t
 	if err != nil {
 		return err
 	}
-	_, err = db.Ingest(ctx, []*events.Envelope{decoded}, nil)
+	_, err = db.Append(ctx, []*events.Envelope{decoded}, nil)
 	return err
 }
 

@@ -31,11 +31,11 @@ func openDBTB(t testing.TB) *store.DB {
 }
 
 // ingestInBatches stores envs in batches of the given size.
-func ingestInBatches(t *testing.T, db *store.DB, envs []*events.Envelope, size int) store.IngestResult {
+func ingestInBatches(t *testing.T, db *store.DB, envs []*events.Envelope, size int) store.AppendResult {
 	t.Helper()
-	var total store.IngestResult
+	var total store.AppendResult
 	for i := 0; i < len(envs); i += size {
-		res, err := db.Ingest(context.Background(), envs[i:min(i+size, len(envs))], nil)
+		res, err := db.Append(context.Background(), envs[i:min(i+size, len(envs))], nil)
 		if err != nil {
 			t.Fatalf("ingest: %v", err)
 		}
@@ -184,7 +184,7 @@ func TestDeadLettersStoredOncePerStreamPosition(t *testing.T) {
 	db := openDB(t)
 	dl := store.DeadLetter{Stream: "SCHEDLENS", Seq: 7, Subject: "schedlens.v1.lab.pod_status", Raw: []byte("{not json"), Error: "invalid envelope: not valid JSON\x00\xff"}
 	for range 2 {
-		if _, err := db.Ingest(context.Background(), nil, []store.DeadLetter{dl}); err != nil {
+		if _, err := db.Append(context.Background(), nil, []store.DeadLetter{dl}); err != nil {
 			t.Fatalf("ingest dead letter: %v", err)
 		}
 	}

@@ -22,21 +22,16 @@ import (
 // armInfo is an arm as its definition describes it.
 type armInfo struct{ Name, Description string }
 
-// definedArms reads the arms of a definition (a list of objects with a name), in order.
+// definedArms reads the arms of a definition, in order.
 func definedArms(def *events.Experiment) []armInfo {
 	if def == nil {
 		return nil
 	}
-	list, _ := def.Arms.([]any)
 	var out []armInfo
-	for _, a := range list {
-		m, _ := a.(map[string]any)
-		name, _ := m["name"].(string)
-		if name == "" {
-			continue
+	for _, a := range def.Arms {
+		if a.Name != "" {
+			out = append(out, armInfo{Name: a.Name, Description: a.Description})
 		}
-		desc, _ := m["description"].(string)
-		out = append(out, armInfo{Name: name, Description: desc})
 	}
 	return out
 }

@@ -215,11 +215,12 @@ func (e *env) deleteAll() {
 // settle waits until everything the collector saw is stored.
 func (e *env) settle() {
 	e.t.Helper()
-	time.Sleep(300 * time.Millisecond)
-	waitFor(e.t, 30*time.Second, "the pipeline to store everything", func() bool {
-		idle, err := e.s.Idle(context.Background())
-		return err == nil && idle
-	})
+	time.Sleep(300 * time.Millisecond) // for the informers to deliver what just happened
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.s.CaughtUp(ctx); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // timeline reads a pod's timeline from the API.

@@ -157,8 +157,14 @@ func (s *Server) reconcile() {
 			}
 			continue
 		}
-		l.close()
 		delete(s.listeners, addr)
+		// A pod that goes finishes the requests it is serving, as a server draining on SIGTERM
+		// does; a node's exporter just stops.
+		if l.pod != nil {
+			go l.drain()
+		} else {
+			l.close()
+		}
 		s.log.Debug("listener closed", "addr", addr, "owner", l.owner)
 	}
 	for addr, t := range want {
@@ -223,6 +229,18 @@ func (l *listener) close() {
 	_ = l.srv.Close()
 	<-l.done
 }
+
+// drain stops accepting at once, lets the requests in progress finish (for at most
+// drainTimeout), then closes.
+func (l *listener) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	_ = l.srv.Shutdown(ctx)
+	l.close()
+}
+
+// drainTimeout bounds a pod endpoint's graceful stop.
+const drainTimeout = 3 * time.Second
 
 // track counts running handlers so that closeAll can wait for them, and refuses requests once
 // the Server is closing.

@@ -50,7 +50,7 @@ const LabelScenario = "schedlens.io/scenario"
 type Definition struct {
 	Name        string         `json:"name"`
 	Change      string         `json:"change"`
-	Fixed       Workload       `json:"fixed"`
+	Fixed       *Workload      `json:"fixed"`
 	Metrics     []string       `json:"metrics,omitempty"`
 	Repeats     int            `json:"repeats"`
 	Baseline    string         `json:"baseline"`
@@ -59,22 +59,9 @@ type Definition struct {
 	Disruptions []string       `json:"disruptions,omitempty"`
 }
 
-// Workload is what every arm runs, unchanged.
-type Workload struct {
-	Image   string  `json:"image"`
-	Model   string  `json:"model"`
-	Input   string  `json:"input,omitempty"`
-	Pods    int     `json:"pods"` // per arm and run
-	Request Request `json:"request"`
-}
-
-// Request is the fixed representative request the prober sends.
-type Request struct {
-	Method string `json:"method"`
-	Port   int    `json:"port"`
-	Path   string `json:"path"`
-	Body   string `json:"body,omitempty"`
-}
+// Workload is what every arm runs, unchanged: the definition's `fixed` as schedlens types it
+// (image, model, input, pods per arm and run, the representative request the prober sends).
+type Workload = events.Workload
 
 // Arm is one placement strategy.
 type Arm struct {
@@ -134,7 +121,7 @@ func Parse(b []byte) (*Definition, error) {
 		return nil, errors.New("name missing")
 	case d.Repeats < 1:
 		return nil, errors.New("repeats must be ≥ 1")
-	case d.Fixed.Image == "" || d.Fixed.Pods < 1:
+	case d.Fixed == nil || d.Fixed.Image == "" || d.Fixed.Pods < 1:
 		return nil, errors.New("fixed needs an image and pods ≥ 1")
 	case len(d.Arms) == 0:
 		return nil, errors.New("no arms")
@@ -282,7 +269,7 @@ func (d *Definition) pod(arm Arm, armLabel, namespace string, run int, name stri
 			Tolerations:       arm.Tolerations,
 			Containers: []corev1.Container{{
 				Name: "model", Image: d.Fixed.Image,
-				Ports: []corev1.ContainerPort{{ContainerPort: int32(max(d.Fixed.Request.Port, 1))}},
+				Ports: []corev1.ContainerPort{{ContainerPort: int32(max(d.requestPort(), 1))}},
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")},
 					Limits:   corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
@@ -430,6 +417,14 @@ func (r *Runner) evict(ctx context.Context, name string) error {
 		return fmt.Errorf("evict %s: %w", name, err)
 	}
 	return nil
+}
+
+// requestPort is the port of the fixed request (0 when none).
+func (d *Definition) requestPort() int {
+	if d.Fixed == nil || d.Fixed.Request == nil {
+		return 0
+	}
+	return d.Fixed.Request.Port
 }
 
 // String renders a definition as JSON, for logs.

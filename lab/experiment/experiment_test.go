@@ -35,18 +35,16 @@ func TestDefinitionsRoundTripThroughTheCollector(t *testing.T) {
 			if got.Name != d.Name || got.Repeats != d.Repeats || got.Baseline != d.Baseline || got.Change != d.Change {
 				t.Errorf("experiment %+v; want name %s, repeats %d, baseline %s", got, d.Name, d.Repeats, d.Baseline)
 			}
-			arms, ok := got.Arms.([]any)
-			if !ok || len(arms) != len(d.Arms) {
+			if len(got.Arms) != len(d.Arms) {
 				t.Fatalf("arms %#v, want %d", got.Arms, len(d.Arms))
 			}
-			for i, a := range arms {
-				m, _ := a.(map[string]any)
-				if m["name"] != d.Arms[i].Name {
-					t.Errorf("arm %d: %v, want %s", i, m["name"], d.Arms[i].Name)
+			for i, a := range got.Arms {
+				if a.Name != d.Arms[i].Name {
+					t.Errorf("arm %d: %v, want %s", i, a.Name, d.Arms[i].Name)
 				}
 			}
-			if fixed, _ := got.Fixed.(map[string]any); fixed["image"] != d.Fixed.Image {
-				t.Errorf("fixed %v, want image %s", got.Fixed, d.Fixed.Image)
+			if got.Fixed == nil || got.Fixed.Image != d.Fixed.Image || got.Fixed.Request == nil || got.Fixed.Request.Port != d.Fixed.Request.Port {
+				t.Errorf("fixed %+v, want image %s and the request", got.Fixed, d.Fixed.Image)
 			}
 			if len(d.Thresholds) > 0 && len(got.Thresholds) != len(d.Thresholds) {
 				t.Errorf("thresholds %v, want %v", got.Thresholds, d.Thresholds)

@@ -50,7 +50,7 @@ func TestModelLoadFromAPI(t *testing.T) {
 		}
 		envs = append(envs, e)
 	}
-	if _, err := db.Ingest(ctx, envs, nil); err != nil {
+	if _, err := db.Append(ctx, envs, nil); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()

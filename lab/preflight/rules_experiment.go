@@ -92,17 +92,8 @@ func (ch *checker) experiment(e *ExperimentConfig) {
 // the ConfigMap lists arms, only those.
 func (ch *checker) experimentArms(exp events.Experiment) map[string]*Workload {
 	declared := map[string]bool{}
-	if list, ok := exp.Arms.([]any); ok {
-		for _, a := range list {
-			switch a := a.(type) {
-			case string:
-				declared[a] = true
-			case map[string]any:
-				if n, ok := a["name"].(string); ok {
-					declared[n] = true
-				}
-			}
-		}
+	for _, name := range exp.ArmNames() {
+		declared[name] = true
 	}
 	out := map[string]*Workload{}
 	for _, w := range ch.in.Workloads {

@@ -13,20 +13,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/apiserver"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
+	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/dcgm"
-	"github.com/schedlens/schedlens/internal/ops"
-	"github.com/schedlens/schedlens/internal/store"
-	"github.com/schedlens/schedlens/internal/ui"
+	"github.com/schedlens/schedlens/internal/natsserver"
+	"github.com/schedlens/schedlens/internal/prober"
 )
 
 // Options configure the stack.
@@ -42,15 +42,15 @@ type Options struct {
 	DCGMTargets func() []dcgm.Target
 }
 
-// Stack is the running pipeline.
+// Stack is the running pipeline: the same apps the binaries run (collectorapp, correlatorapp,
+// apiserver), in this process.
 type Stack struct {
 	NATSURL string
 	APIAddr string // host:port the API listens on
-	DB      *store.DB
 
 	opts   Options
-	ns     *server.Server
-	nc     *nats.Conn
+	ns     *natsserver.Server
+	nc     *nats.Conn // the stack's own view of the stream, for Idle
 	js     jetstream.JetStream
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -61,14 +61,13 @@ type Stack struct {
 }
 
 type running struct {
-	c      *collector.Collector
-	pub    *collector.Publisher
+	app    *collectorapp.App
 	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// Start runs NATS, migrates the database, and starts the correlator, the api and the collector.
+// Start runs NATS, the correlator (which migrates the database), the api and the collector.
 func Start(ctx context.Context, o Options) (*Stack, error) {
 	if o.Cluster == "" {
 		o.Cluster = "lab"
@@ -86,15 +85,11 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 }
 
 func (s *Stack) start(ctx context.Context) error {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: s.opts.NATSDir, NoLog: true, NoSigs: true})
+	ns, err := natsserver.Start(natsserver.Options{Dir: s.opts.NATSDir})
 	if err != nil {
-		return fmt.Errorf("nats server: %w", err)
+		return err
 	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		return errors.New("nats server not ready")
-	}
-	s.ns, s.NATSURL = ns, ns.ClientURL()
+	s.ns, s.NATSURL = ns, ns.URL()
 	if s.nc, err = bus.Connect(s.NATSURL, "schedlens-lab", s.opts.Logger); err != nil {
 		return err
 	}
@@ -105,42 +100,43 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 
-	if s.DB, err = store.Open(ctx, s.opts.DatabaseURL, s.opts.Logger.With("component", "store")); err != nil {
+	// The correlator migrates the schema before it consumes: the api waits for its listener.
+	corrUp := make(chan string, 1)
+	s.go_("correlator", func() error {
+		return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: s.NATSURL, DatabaseURL: s.opts.DatabaseURL, MetricsAddr: "127.0.0.1:0",
+			Logger: s.opts.Logger.With("component", "correlator"), Bound: func(a string) { corrUp <- a }})
+	})
+	if err := s.wait(corrUp, "correlator"); err != nil {
 		return err
 	}
-	if err := s.DB.Migrate(ctx); err != nil {
-		return err
-	}
-	corr, err := correlator.New(s.js, s.DB, correlator.DefaultConfig(), s.opts.Logger.With("component", "correlator"), prometheus.NewRegistry())
-	if err != nil {
-		return err
-	}
-	s.go_("correlator", func() error { return corr.Run(ctx) })
-
-	reg := prometheus.NewRegistry()
-	web, err := ui.New(s.DB, s.opts.Logger.With("component", "ui"))
-	if err != nil {
-		return err
-	}
-	h, err := api.New(s.DB, s.opts.Logger.With("component", "api"), reg, reg, api.WithUI(web))
-	if err != nil {
-		return err
-	}
-	bound := make(chan string, 1)
+	apiUp := make(chan string, 1)
 	addr := s.opts.HTTPAddr
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	s.go_("api", func() error { return ops.Serve(ctx, addr, h, s.opts.Logger.With("component", "api"), bound) })
-	select {
-	case s.APIAddr = <-bound:
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("api did not listen on %s: %v", addr, s.Err())
+	s.go_("api", func() error {
+		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL,
+			Logger: s.opts.Logger.With("component", "api"), Bound: func(a string) { apiUp <- a }})
+	})
+	if err := s.wait(apiUp, "api"); err != nil {
+		return err
 	}
+	s.APIAddr = <-apiUp
 	if host, port, err := net.SplitHostPort(s.APIAddr); err == nil && (host == "::" || host == "0.0.0.0" || host == "") {
 		s.APIAddr = net.JoinHostPort("127.0.0.1", port)
 	}
 	return s.StartCollector(ctx)
+}
+
+// wait waits for a component's listener (it puts the address back for the caller to read).
+func (s *Stack) wait(up chan string, name string) error {
+	select {
+	case a := <-up:
+		up <- a
+		return nil
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("%s did not start: %v", name, s.Err())
+	}
 }
 
 func (s *Stack) go_(name string, f func() error) {
@@ -158,36 +154,29 @@ func (s *Stack) go_(name string, f func() error) {
 // StartCollector starts a collector (one may already run: two replicas then watch at once) and
 // waits until it has listed everything.
 func (s *Stack) StartCollector(ctx context.Context) error {
-	logger := s.opts.Logger.With("component", "collector")
-	reg := prometheus.NewRegistry()
-	m := collector.NewMetrics(reg)
-	pub := collector.NewPublisher(s.js, nil, collector.DefaultPublisherConfig(), logger, m)
 	cfg := collector.DefaultConfig()
 	cfg.Cluster, cfg.Source, cfg.Namespaces = s.opts.Cluster, "collector/lab", s.opts.Namespaces
 	// Pods without an experiment definition get the lab endpoints' inference request.
-	cfg.Probe.Default = collector.ProbeRequest{Method: "POST", Port: 8000, Path: "/v2/models/model/infer", Body: `{"inputs":"hello"}`}
+	cfg.Probe.Default = prober.Request{Method: "POST", Port: 8000, Path: "/v2/models/model/infer", Body: `{"inputs":"hello"}`}
 	cfg.DCGM.Interval, cfg.DCGM.Targets = 0, s.opts.DCGMTargets
 	if s.opts.DCGMTargets != nil {
 		cfg.DCGM.Interval = time.Second
 	}
-	c, err := collector.New(s.opts.Client, pub, cfg, logger, m)
+	reg := prometheus.NewRegistry()
+	app, err := collectorapp.New(collectorapp.Options{NATSURL: s.NATSURL, Client: s.opts.Client, Collector: cfg,
+		MetricsAddr: "127.0.0.1:0", Logger: s.opts.Logger.With("component", "collector"), Registry: reg})
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	r := &running{c: c, pub: pub, reg: reg, cancel: cancel, done: make(chan struct{})}
-	pubCtx, stopPub := context.WithCancel(context.Background())
-	pubDone := make(chan struct{})
-	go func() { defer close(pubDone); _ = pub.Run(pubCtx) }()
+	r := &running{app: app, reg: reg, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		if err := c.Run(cctx); err != nil {
+		if err := app.Run(cctx); err != nil && !errors.Is(err, context.Canceled) {
 			s.mu.Lock()
 			s.errs = append(s.errs, fmt.Errorf("collector: %w", err))
 			s.mu.Unlock()
 		}
-		stopPub()
-		<-pubDone
 	}()
 	s.mu.Lock()
 	prev := s.collector
@@ -195,7 +184,7 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 	s.mu.Unlock()
 	_ = prev // a previous collector keeps running until StopCollector
 	deadline := time.Now().Add(30 * time.Second)
-	for c.Ready() != nil {
+	for app.Ready() != nil {
 		if time.Now().After(deadline) {
 			return errors.New("collector not ready after 30s")
 		}
@@ -233,7 +222,7 @@ func (s *Stack) Idle(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	r := s.collector
 	s.mu.Unlock()
-	if r != nil && r.pub.Buffered() > 0 {
+	if r != nil && r.app.Buffered() > 0 {
 		return false, nil
 	}
 	cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
@@ -245,6 +234,53 @@ func (s *Stack) Idle(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return info.NumPending == 0 && info.NumAckPending == 0, nil
+}
+
+// CaughtUp waits until everything published so far is stored: the collector's buffer is
+// empty, then the correlator has acknowledged the stream up to the last message it held then.
+// Unlike Idle it holds while pods keep being probed.
+func (s *Stack) CaughtUp(ctx context.Context) error {
+	poll := func(ok func() (bool, error)) error {
+		for {
+			done, err := ok()
+			if done {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("pipeline not caught up: %w (last: %v)", ctx.Err(), err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if err := poll(func() (bool, error) {
+		s.mu.Lock()
+		r := s.collector
+		s.mu.Unlock()
+		return r == nil || r.app.Buffered() == 0, nil
+	}); err != nil {
+		return err
+	}
+	stream, err := s.js.Stream(ctx, bus.StreamName)
+	if err != nil {
+		return err
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	return poll(func() (bool, error) {
+		cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
+		if err != nil {
+			return false, err
+		}
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return false, err
+		}
+		return ci.AckFloor.Stream >= last, nil
+	})
 }
 
 // Err returns what made a component stop early.
@@ -262,11 +298,7 @@ func (s *Stack) Stop() {
 	if s.nc != nil {
 		s.nc.Close()
 	}
-	if s.DB != nil {
-		s.DB.Close()
-	}
 	if s.ns != nil {
-		s.ns.Shutdown()
-		s.ns.WaitForShutdown()
+		s.ns.Close()
 	}
 }

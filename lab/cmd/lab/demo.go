@@ -16,12 +16,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
 	"github.com/schedlens/schedlens/lab/stack"
@@ -29,7 +28,7 @@ import (
 
 // demo runs schedlens beside the lab, runs the experiment and prints what it saw.
 func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definition, logger *slog.Logger, stdout io.Writer) error {
-	if err := ensureDatabase(ctx, o.databaseURL); err != nil {
+	if err := store.EnsureDatabase(ctx, o.databaseURL); err != nil {
 		return err
 	}
 	// A namespace per demo keeps this run's pods apart from earlier ones in the same database.
@@ -249,31 +248,4 @@ func modelList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
-}
-
-// ensureDatabase creates the database of url when it does not exist yet.
-func ensureDatabase(ctx context.Context, dbURL string) error {
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err == nil {
-		return conn.Close(ctx)
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
-		return fmt.Errorf("connect to %s: %w", dbURL, err)
-	}
-	u, perr := url.Parse(dbURL)
-	if perr != nil {
-		return fmt.Errorf("database url: %w", perr)
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		return fmt.Errorf("create database %s: %w", name, err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create database %s: %w", name, err)
-	}
-	return nil
 }

@@ -1,8 +1,12 @@
-package collector
+// Package gpusample is the collector's GPU sampling: where the DCGM series come from — static
+// dcgm-exporter endpoints, exporter pods discovered by label, or a Prometheus server — and the
+// loop that turns them into gpu_sample envelopes every interval (the parsing is package dcgm's).
+package gpusample
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -10,14 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// DCGMConfig says where the GPU samples come from. An Interval of zero disables them.
-type DCGMConfig struct {
+// Config says where the GPU samples come from. An Interval of zero disables them.
+type Config struct {
 	Interval time.Duration
 	// Targets, when set, is a static list of dcgm-exporter endpoints (called every round).
 	Targets func() []dcgm.Target
@@ -31,57 +36,52 @@ type DCGMConfig struct {
 	PrometheusURL string
 }
 
-// DefaultDCGMConfig scrapes the NVIDIA GPU Operator's dcgm-exporter pods every 15 s.
-func DefaultDCGMConfig() DCGMConfig {
-	return DCGMConfig{Interval: 15 * time.Second, Selector: "app=nvidia-dcgm-exporter", Port: 9400}
+// DefaultConfig scrapes the NVIDIA GPU Operator's dcgm-exporter pods every 15 s.
+func DefaultConfig() Config {
+	return Config{Interval: 15 * time.Second, Selector: "app=nvidia-dcgm-exporter", Port: 9400}
 }
 
-// PodUID implements dcgm.Resolver from the pod caches: a sample names its pod by namespace and
-// name, the envelope needs the UID.
-func (c *Collector) PodUID(namespace, name string) (string, bool) {
-	for _, sw := range c.scopes {
-		if sw.pods == nil {
-			continue
-		}
-		obj, ok, err := sw.pods.GetStore().GetByKey(namespace + "/" + name)
-		if err == nil && ok {
-			if p, ok := obj.(*corev1.Pod); ok {
-				return string(p.UID), true
-			}
-		}
-	}
-	return "", false
+// Sampler runs the sampling.
+type Sampler struct {
+	Config  Config
+	Client  kubernetes.Interface // for discovering exporter pods
+	Cluster string
+	Source  string // envelope source (the collector's + "/dcgm")
+	// Resolver names a sample's pod by UID (the collector's pod caches).
+	Resolver dcgm.Resolver
+	// Publish takes each envelope.
+	Publish func(*events.Envelope)
+	Logger  *slog.Logger
+	Clock   func() time.Time
 }
 
-// runGPU publishes GPU samples until ctx ends.
-func (c *Collector) runGPU(ctx context.Context) error {
-	d := c.cfg.DCGM
+// Run publishes GPU samples until ctx ends.
+func (s *Sampler) Run(ctx context.Context) error {
+	d := s.Config
 	if d.Interval <= 0 {
 		return nil
 	}
-	logger := c.logger.With("component", "dcgm")
-	publish := func(env *events.Envelope) { _ = c.pub.Put(ctx, env) }
 	if d.PrometheusURL != "" {
-		return c.runPrometheus(ctx, publish)
+		return s.runPrometheus(ctx)
 	}
 	targets := d.Targets
 	if targets == nil {
 		var err error
-		if targets, err = c.discoverExporters(ctx); err != nil {
+		if targets, err = s.discoverExporters(ctx); err != nil {
 			return err
 		}
 	}
-	s := &dcgm.Scraper{
-		Targets: targets, Interval: d.Interval, Cluster: c.cfg.Cluster, Source: c.cfg.Source + "/dcgm",
-		Resolver: c, Publish: publish, Logger: logger, Clock: c.cfg.Clock,
+	sc := &dcgm.Scraper{
+		Targets: targets, Interval: d.Interval, Cluster: s.Cluster, Source: s.Source,
+		Resolver: s.Resolver, Publish: s.Publish, Logger: s.Logger, Clock: s.Clock,
 	}
-	return s.Run(ctx)
+	return sc.Run(ctx)
 }
 
 // discoverExporters watches dcgm-exporter pods and returns their endpoints.
-func (c *Collector) discoverExporters(ctx context.Context) (func() []dcgm.Target, error) {
-	d := c.cfg.DCGM
-	f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(d.Namespace),
+func (s *Sampler) discoverExporters(ctx context.Context) (func() []dcgm.Target, error) {
+	d := s.Config
+	f := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(d.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = d.Selector }))
 	inf := f.Core().V1().Pods().Informer()
 	f.Start(ctx.Done())
@@ -103,21 +103,21 @@ func (c *Collector) discoverExporters(ctx context.Context) (func() []dcgm.Target
 }
 
 // runPrometheus reads the DCGM series from Prometheus every interval.
-func (c *Collector) runPrometheus(ctx context.Context, publish func(*events.Envelope)) error {
-	d := c.cfg.DCGM
+func (s *Sampler) runPrometheus(ctx context.Context) error {
+	d := s.Config
 	t := time.NewTicker(d.Interval)
 	defer t.Stop()
 	for {
 		samples, at, err := dcgm.QueryPrometheus(ctx, nil, d.PrometheusURL)
 		if err != nil {
-			c.logger.Warn("query prometheus for DCGM series", "url", d.PrometheusURL, "error", err)
+			s.Logger.Warn("query prometheus for DCGM series", "url", d.PrometheusURL, "error", err)
 		} else if !at.IsZero() {
-			envs, err := dcgm.EnvelopesEvery(d.Interval, samples, c.cfg.Cluster, c.cfg.Source+"/dcgm", "", at, c.cfg.Clock(), c)
+			envs, err := dcgm.EnvelopesEvery(d.Interval, samples, s.Cluster, s.Source, "", at, s.Clock(), s.Resolver)
 			if err != nil {
-				c.logger.Warn("DCGM samples", "error", fmt.Errorf("from prometheus: %w", err))
+				s.Logger.Warn("DCGM samples", "error", fmt.Errorf("from prometheus: %w", err))
 			}
 			for _, env := range envs {
-				publish(env)
+				s.Publish(env)
 			}
 		}
 		select {

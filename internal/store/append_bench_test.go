@@ -28,13 +28,13 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-func BenchmarkIngest(b *testing.B) {
+func BenchmarkAppend(b *testing.B) {
 	db := openDBB(b)
 	envs := benchEnvelopes(b, 20000)
 	b.ResetTimer()
 	n := 0
 	for i := 0; i < len(envs); i += 1000 {
-		if _, err := db.Ingest(context.Background(), envs[i:i+1000], nil); err != nil {
+		if _, err := db.Append(context.Background(), envs[i:i+1000], nil); err != nil {
 			b.Fatal(err)
 		}
 		n += 1000

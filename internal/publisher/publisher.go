@@ -1,4 +1,8 @@
-package collector
+// Package publisher is the collector's bounded, retrying publisher: informer handlers offer
+// envelopes without ever waiting on NATS, a buffer holds them while JetStream is slow or away,
+// failed publishes are retried, and after an overflow or a failure it asks for the current state
+// to be published again (ids make the repeats harmless).
+package publisher
 
 import (
 	"context"
@@ -8,13 +12,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// PublisherConfig bounds the publisher.
-type PublisherConfig struct {
+// Config bounds the publisher.
+type Config struct {
 	Buffer   int           // envelopes held while JetStream is slow or away
 	Batch    int           // envelopes in flight at once
 	RetryMin time.Duration // first delay after a failed publish; doubles up to RetryMax
@@ -22,10 +27,10 @@ type PublisherConfig struct {
 	Drain    time.Duration // on shutdown, how long to keep publishing what is buffered
 }
 
-// DefaultPublisherConfig holds 50,000 envelopes (a few minutes of a busy experiment) and
-// retries from 200 ms up to 5 s.
-func DefaultPublisherConfig() PublisherConfig {
-	return PublisherConfig{Buffer: 50_000, Batch: 256, RetryMin: 200 * time.Millisecond, RetryMax: 5 * time.Second, Drain: 10 * time.Second}
+// DefaultConfig holds 50,000 envelopes (a few minutes of a busy experiment) and retries from
+// 200 ms up to 5 s.
+func DefaultConfig() Config {
+	return Config{Buffer: 50_000, Batch: 256, RetryMin: 200 * time.Millisecond, RetryMax: 5 * time.Second, Drain: 10 * time.Second}
 }
 
 // Publisher sends envelopes to JetStream from a bounded buffer, so that informer handlers never
@@ -36,9 +41,9 @@ func DefaultPublisherConfig() PublisherConfig {
 type Publisher struct {
 	js     jetstream.JetStream
 	ensure func(context.Context) error
-	cfg    PublisherConfig
+	cfg    Config
 	logger *slog.Logger
-	m      *Metrics
+	m      *metrics
 
 	buf      chan *events.Envelope
 	retrying atomic.Int64
@@ -48,12 +53,10 @@ type Publisher struct {
 	onRecover func()
 }
 
-// NewPublisher returns a publisher; ensure (may be nil) sets up the stream and is retried
-// until it succeeds before the first publish.
-func NewPublisher(js jetstream.JetStream, ensure func(context.Context) error, cfg PublisherConfig, logger *slog.Logger, m *Metrics) *Publisher {
-	p := &Publisher{js: js, ensure: ensure, cfg: cfg, logger: logger, m: m, buf: make(chan *events.Envelope, cfg.Buffer)}
-	m.buffered.Set(0)
-	return p
+// New returns a publisher registering its metrics with reg; ensure (may be nil) sets up the
+// stream and is retried until it succeeds before the first publish.
+func New(js jetstream.JetStream, ensure func(context.Context) error, cfg Config, logger *slog.Logger, reg prometheus.Registerer) *Publisher {
+	return &Publisher{js: js, ensure: ensure, cfg: cfg, logger: logger, m: newMetrics(reg), buf: make(chan *events.Envelope, cfg.Buffer)}
 }
 
 // OnRecover sets what to call when JetStream accepts messages again after a failure or an
@@ -243,4 +246,42 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+type metrics struct {
+	published       *prometheus.CounterVec
+	duplicates      prometheus.Counter
+	publishFailures prometheus.Counter
+	buffered        prometheus.Gauge
+	dropped         prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "schedlens_collector_published_total",
+			Help: "Envelopes acknowledged by JetStream as new, by kind.",
+		}, []string{"kind"}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "schedlens_collector_duplicates_total",
+			Help: "Envelopes JetStream already held (same id within its duplicate window): relists, restarts, re-published state.",
+		}),
+		publishFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "schedlens_collector_publish_failures_total",
+			Help: "Publish attempts that failed and were retried.",
+		}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_collector_buffered",
+			Help: "Envelopes waiting for JetStream: buffered or being retried.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "schedlens_collector_buffer_overflows_total",
+			Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages.",
+		}),
+	}
+	reg.MustRegister(m.published, m.duplicates, m.publishFailures, m.buffered, m.dropped)
+	for _, k := range events.Kinds {
+		m.published.WithLabelValues(string(k))
+	}
+	return m
 }

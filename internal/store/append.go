@@ -21,8 +21,8 @@ type DeadLetter struct {
 	Error   string
 }
 
-// IngestResult says what one Ingest call did.
-type IngestResult struct {
+// AppendResult says what one Append call did.
+type AppendResult struct {
 	Inserted    int                 // events new to the store
 	Duplicates  int                 // events already stored (or repeated within the batch)
 	DeadLetters int                 // dead letters newly stored
@@ -30,8 +30,8 @@ type IngestResult struct {
 }
 
 // Add sums two results.
-func (r IngestResult) Add(o IngestResult) IngestResult {
-	out := IngestResult{Inserted: r.Inserted + o.Inserted, Duplicates: r.Duplicates + o.Duplicates,
+func (r AppendResult) Add(o AppendResult) AppendResult {
+	out := AppendResult{Inserted: r.Inserted + o.Inserted, Duplicates: r.Duplicates + o.Duplicates,
 		DeadLetters: r.DeadLetters + o.DeadLetters, ByKind: map[events.Kind]int{}}
 	for k, n := range r.ByKind {
 		out.ByKind[k] += n
@@ -67,11 +67,17 @@ CREATE TEMP TABLE IF NOT EXISTS stage_pods (LIKE pods) ON COMMIT DELETE ROWS;`
 
 var eventColumns = []string{"id", "kind", "cluster", "source", "occurred_at", "observed_at", "pod_uid", "node", "envelope"}
 
-// Ingest stores a batch in one transaction: new events are appended (copies of stored ids are
+// eventRow is env as a row of eventColumns.
+func eventRow(env *events.Envelope) []any {
+	return []any{env.ID, string(env.Kind), env.Cluster, env.Source, env.OccurredAt, env.ObservedAt,
+		nullString(env.PodUID()), nullString(env.Node), env.Raw}
+}
+
+// Append stores a batch in one transaction: new events are appended (copies of stored ids are
 // ignored), the projections are updated from the newly inserted events only, and dead letters
 // are kept. When Ingest returns nil the batch is durable and may be acknowledged.
-func (db *DB) Ingest(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (IngestResult, error) {
-	res := IngestResult{ByKind: map[events.Kind]int{}}
+func (db *DB) Append(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (AppendResult, error) {
+	res := AppendResult{ByKind: map[events.Kind]int{}}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, stageDDL); err != nil {
 			return fmt.Errorf("create staging tables: %w", err)
@@ -92,7 +98,7 @@ func (db *DB) Ingest(ctx context.Context, envs []*events.Envelope, dead []DeadLe
 		return err
 	})
 	if err != nil {
-		return IngestResult{}, fmt.Errorf("ingest batch: %w", err)
+		return AppendResult{}, fmt.Errorf("append batch: %w", err)
 	}
 	return res, nil
 }
@@ -108,8 +114,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 		}
 		byID[env.ID] = env
 		unique = append(unique, env)
-		rows = append(rows, []any{env.ID, string(env.Kind), env.Cluster, env.Source, env.OccurredAt, env.ObservedAt,
-			nullString(env.PodUID()), nullString(env.Node), env.Raw})
+		rows = append(rows, eventRow(env))
 	}
 	if len(rows) == 0 {
 		return nil, nil

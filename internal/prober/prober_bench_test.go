@@ -1,4 +1,4 @@
-package collector_test
+package prober_test
 
 import (
 	"context"
@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natstest"
+	"github.com/schedlens/schedlens/internal/prober"
+	"github.com/schedlens/schedlens/internal/publisher"
 )
 
 // BenchmarkProber1000 probes 50 pods (each its own 127.0.1.x listener) 20 times a second each —
@@ -28,7 +29,7 @@ import (
 // latency the prober measured with the time the server spent (the baseline measured in the
 // same run): the difference is the prober's own overhead.
 //
-//	go test ./internal/collector -run '^$' -bench Prober1000 -benchtime 1x
+//	go test ./internal/prober -run '^$' -bench Prober1000 -benchtime 1x
 func BenchmarkProber1000(b *testing.B) {
 	const pods, interval, length, work = 50, 50 * time.Millisecond, 5 * time.Second, 20 * time.Millisecond
 	var mu sync.Mutex
@@ -67,14 +68,14 @@ func BenchmarkProber1000(b *testing.B) {
 	if _, err := bus.EnsureStream(context.Background(), js, bus.StreamConfig{}); err != nil {
 		b.Fatal(err)
 	}
-	m := collector.NewMetrics(prometheus.NewRegistry())
-	pub := collector.NewPublisher(js, nil, collector.DefaultPublisherConfig(), slog.New(slog.DiscardHandler), m)
+	reg := prometheus.NewRegistry()
+	pub := publisher.New(js, nil, publisher.DefaultConfig(), slog.New(slog.DiscardHandler), reg)
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- pub.Run(pubCtx) }()
 
-	cfg := collector.ProbeConfig{Interval: interval, Timeout: 2 * time.Second}
-	p := collector.NewProber(cfg, pub, "bench", "prober/bench", slog.New(slog.DiscardHandler), m)
+	cfg := prober.Config{Interval: interval, Timeout: 2 * time.Second}
+	p := prober.New(cfg, pub, "bench", "prober/bench", slog.New(slog.DiscardHandler), reg)
 	for b.Loop() {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.Start(ctx)
@@ -89,7 +90,7 @@ func BenchmarkProber1000(b *testing.B) {
 				Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
 			}
 			podObjs = append(podObjs, pod)
-			p.Observe(pod, false, &collector.ProbeRequest{Method: "GET", Port: 18080, Path: "/"})
+			p.Observe(pod, false, &prober.Request{Method: "GET", Port: 18080, Path: "/"})
 		}
 		time.Sleep(length)
 		for _, pod := range podObjs {

@@ -1,4 +1,7 @@
-package collector
+// Package prober sends an experiment's fixed representative request to every pod in scope from
+// the moment it is Running, at a constant rate, with vegeta's attacker, and turns each attempt
+// into a request envelope: what the service felt, not what Kubernetes says.
+package prober
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,25 +22,30 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// ProbeRequest is the experiment's fixed representative request.
-type ProbeRequest struct {
+// Request is the experiment's fixed representative request.
+type Request struct {
 	Method string
 	Port   int
 	Path   string
 	Body   string
 }
 
-// ProbeConfig shapes the prober. An Interval of zero disables it.
-type ProbeConfig struct {
+// Config shapes the prober. An Interval of zero disables it.
+type Config struct {
 	Interval time.Duration // between requests to one pod (5 per second at 200ms)
 	Timeout  time.Duration // per request
 	// Default is sent to pods whose experiment definition names no request.
-	Default ProbeRequest
+	Default Request
 }
 
-// DefaultProbeConfig probes every pod 5 times a second with a 2 s timeout.
-func DefaultProbeConfig() ProbeConfig {
-	return ProbeConfig{Interval: 200 * time.Millisecond, Timeout: 2 * time.Second, Default: ProbeRequest{Method: "GET", Port: 8000, Path: "/"}}
+// DefaultConfig probes every pod 5 times a second with a 2 s timeout.
+func DefaultConfig() Config {
+	return Config{Interval: 200 * time.Millisecond, Timeout: 2 * time.Second, Default: Request{Method: "GET", Port: 8000, Path: "/"}}
+}
+
+// Sink takes the request envelopes, waiting for room (the collector's publisher).
+type Sink interface {
+	Put(ctx context.Context, env *events.Envelope) error
 }
 
 // Prober sends the experiment's fixed request to every pod in scope from the moment it is
@@ -45,12 +54,12 @@ func DefaultProbeConfig() ProbeConfig {
 // the sending down, so queueing shows in the latencies instead of hiding in the rate). Each
 // attempt becomes one request envelope: send time, latency, status, error class, serving pod.
 type Prober struct {
-	cfg     ProbeConfig
-	pub     *Publisher
+	cfg     Config
+	pub     Sink
 	cluster string
 	source  string
 	logger  *slog.Logger
-	m       *Metrics
+	m       *metrics
 
 	mu     sync.Mutex
 	probes map[types.UID]*probe
@@ -117,9 +126,30 @@ func servingReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// NewProber returns a prober publishing through pub; Start it before Observe.
-func NewProber(cfg ProbeConfig, pub *Publisher, cluster, source string, logger *slog.Logger, m *Metrics) *Prober {
-	return &Prober{cfg: cfg, pub: pub, cluster: cluster, source: source, logger: logger, m: m, probes: map[types.UID]*probe{}}
+// New returns a prober publishing through pub, registering its metrics with reg; Start it
+// before Observe.
+func New(cfg Config, pub Sink, cluster, source string, logger *slog.Logger, reg prometheus.Registerer) *Prober {
+	return &Prober{cfg: cfg, pub: pub, cluster: cluster, source: source, logger: logger, m: newMetrics(reg), probes: map[types.UID]*probe{}}
+}
+
+type metrics struct {
+	probesActive prometheus.Gauge
+	probeResults *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		probesActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_collector_probes_active",
+			Help: "Pods the prober is sending the experiment's request to.",
+		}),
+		probeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "schedlens_collector_probe_requests_total",
+			Help: "Probe attempts by error class (\"\" for success).",
+		}, []string{"error"}),
+	}
+	reg.MustRegister(m.probesActive, m.probeResults)
+	return m
 }
 
 // Start sets the context probes run in; Stop ends them all.
@@ -131,7 +161,7 @@ func (p *Prober) Start(ctx context.Context) {
 
 // Observe starts probing a pod that runs with an IP and stops probing one that is gone,
 // terminating or finished. req is the pod's experiment request (nil: the default).
-func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *ProbeRequest) {
+func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	if p.cfg.Interval <= 0 {
 		return
 	}
@@ -244,31 +274,25 @@ func errorClass(res *vegeta.Result) string {
 	return "error"
 }
 
-// probeRequestOf reads the request of an experiment definition (its fixed.request), nil when
-// it names none.
-func probeRequestOf(exp *events.Experiment, def ProbeRequest) *ProbeRequest {
-	fixed, _ := exp.Fixed.(map[string]any)
-	r, _ := fixed["request"].(map[string]any)
-	if r == nil {
+// RequestOf reads the request of an experiment definition (its fixed.request), nil when it
+// names none or names no valid port; def fills what it leaves out.
+func RequestOf(exp *events.Experiment, def Request) *Request {
+	if exp.Fixed == nil || exp.Fixed.Request == nil {
 		return nil
 	}
+	r := exp.Fixed.Request
 	req := def
-	if s, ok := r["method"].(string); ok && s != "" {
-		req.Method = strings.ToUpper(s)
+	if r.Method != "" {
+		req.Method = strings.ToUpper(r.Method)
 	}
-	if s, ok := r["path"].(string); ok && s != "" {
-		req.Path = s
+	if r.Path != "" {
+		req.Path = r.Path
 	}
-	if s, ok := r["body"].(string); ok {
-		req.Body = s
+	if r.Body != "" {
+		req.Body = r.Body
 	}
-	switch v := r["port"].(type) {
-	case float64:
-		req.Port = int(v)
-	case string:
-		if n, err := strconv.Atoi(v); err == nil {
-			req.Port = n
-		}
+	if r.Port != 0 {
+		req.Port = r.Port
 	}
 	if req.Port <= 0 || req.Port > 65535 {
 		return nil

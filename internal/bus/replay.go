@@ -1,5 +1,4 @@
-// Package collector publishes what it observes as envelopes to JetStream.
-package collector
+package bus
 
 import (
 	"bufio"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -34,30 +32,12 @@ const maxLine = 16 << 20
 // cluster, when not empty, is given to envelopes that name none (recordings from one cluster).
 func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, cluster string, errw io.Writer) (ReplayResult, error) {
 	var res ReplayResult
-	type pending struct {
-		line int
-		fut  jetstream.PubAckFuture
-	}
-	var window []pending
-	settle := func() error {
-		for _, p := range window {
-			select {
-			case ack := <-p.fut.Ok():
-				res.Published++
-				if ack.Duplicate {
-					res.Duplicates++
-				}
-			case err := <-p.fut.Err():
-				res.Failed++
-				fmt.Fprintf(errw, "line %d: not published: %v\n", p.line, err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+	w := NewWindow(js, DefaultWindow, func(line int, _ *jetstream.PubAck, err error) error {
+		if err != nil {
+			fmt.Fprintf(errw, "line %d: not published: %v\n", line, err)
 		}
-		window = window[:0]
 		return nil
-	}
-
+	})
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	line := 0
@@ -73,23 +53,20 @@ func Replay(ctx context.Context, js jetstream.JetStream, r io.Reader, cluster st
 			fmt.Fprintf(errw, "line %d: %v\n", line, err)
 			continue
 		}
-		fut, err := bus.PublishAsync(js, env)
-		if err != nil {
-			res.Failed++
-			fmt.Fprintf(errw, "line %d: not published: %v\n", line, err)
-			continue
-		}
-		window = append(window, pending{line, fut})
-		if len(window) >= 1024 {
-			if err := settle(); err != nil {
-				return res, err
-			}
+		if err := w.Publish(ctx, env, line); err != nil {
+			return res, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("read line %d: %w", line+1, err)
+	scanErr := sc.Err()
+	pr, err := w.Wait(ctx)
+	res.Published, res.Duplicates, res.Failed = pr.Published, pr.Duplicates, pr.Failed
+	if scanErr != nil {
+		return res, fmt.Errorf("read line %d: %w", line+1, scanErr)
 	}
-	return res, settle()
+	if err != nil && res.Failed == 0 {
+		return res, err // the context ended; failures are counted and reported per line
+	}
+	return res, nil
 }
 
 // decodeLine decodes one envelope, giving it cluster when it names none.

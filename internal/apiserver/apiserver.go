@@ -1,0 +1,61 @@
+// Package apiserver is the api process: the store, the HTTP API with the web UI under /ui/,
+// /metrics, /healthz and /readyz on one listener, behind Options and Run, so cmd/api, the lab's
+// in-process stack and tests run the same code. Authentication and TLS, when configured, wrap
+// this one handler.
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/ui"
+)
+
+// Options configure the api.
+type Options struct {
+	HTTPAddr    string // "127.0.0.1:0" picks a port
+	DatabaseURL string
+	// IdleThreshold is the GPU utilisation (percent) under which allocated GPU time counts as
+	// idle (0: align.IdleUtilThreshold).
+	IdleThreshold float64
+	Logger        *slog.Logger
+	// Registry receives the metrics (nil: a new one with the Go and process collectors).
+	Registry *prometheus.Registry
+	// Bound, when set, hears the listener's address.
+	Bound func(addr string)
+}
+
+// Run serves until ctx ends, then shuts the server down gracefully.
+func Run(ctx context.Context, o Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if o.IdleThreshold == 0 {
+		o.IdleThreshold = align.IdleUtilThreshold
+	}
+	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(o.IdleThreshold))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	web, err := ui.New(db, o.Logger.With("component", "ui"))
+	if err != nil {
+		return err
+	}
+	h, err := api.New(db, o.Logger, o.Registry, o.Registry, api.WithUI(web))
+	if err != nil {
+		return err
+	}
+	return ops.Serve(ctx, o.HTTPAddr, h, o.Logger, o.Bound)
+}

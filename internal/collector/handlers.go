@@ -1,0 +1,171 @@
+package collector
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedlens/schedlens/internal/kube"
+	"github.com/schedlens/schedlens/internal/prober"
+)
+
+func (c *Collector) meta(sw *scopeWatch) kube.Meta {
+	m := kube.Meta{Cluster: c.cfg.Cluster, Source: c.cfg.Source, Observed: c.cfg.Clock().UTC(), Labels: c.cfg.Labels}
+	if sw != nil {
+		m.Scope = sw.scope
+	}
+	return m
+}
+
+func (c *Collector) node(name string) *corev1.Node {
+	if name == "" || c.nodes == nil {
+		return nil
+	}
+	obj, ok, err := c.nodes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return nil
+	}
+	n, _ := obj.(*corev1.Node)
+	return n
+}
+
+func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		// The pod vanished during a relist: its deletion was not seen. An inventory ends it in
+		// the correlator, bounded by when it was last seen.
+		if pod, ok := tomb.Obj.(*corev1.Pod); ok {
+			c.mu.Lock()
+			c.known[pod.UID] = c.cfg.Clock()
+			c.mu.Unlock()
+			c.prober.Observe(pod, true, nil)
+		}
+		c.askInventory(sw)
+		return
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	env, err := kube.PodEnvelope(pod, c.node(pod.Spec.NodeName), deleted, c.meta(sw))
+	if err != nil {
+		c.convertError("pod", pod.Namespace+"/"+pod.Name, err)
+		return
+	}
+	c.mu.Lock()
+	if deleted {
+		c.known[pod.UID] = c.cfg.Clock()
+	} else {
+		c.known[pod.UID] = time.Time{}
+	}
+	waiting := c.pending[pod.UID]
+	delete(c.pending, pod.UID)
+	c.mu.Unlock()
+	c.pub.Offer(env)
+	c.prober.Observe(pod, deleted, c.requestFor(pod))
+	for _, pe := range waiting {
+		c.offerEvent(pe.sw, pe.ev)
+	}
+}
+
+func (c *Collector) onEvent(sw *scopeWatch, obj, old any) {
+	ev, ok := obj.(*eventsv1.Event)
+	if !ok {
+		return
+	}
+	if prev, ok := old.(*eventsv1.Event); ok && kube.EventCount(ev) <= kube.EventCount(prev) {
+		return
+	}
+	switch ev.Regarding.Kind {
+	case "Node":
+		c.offerEvent(sw, ev)
+	case "Pod":
+		c.mu.Lock()
+		_, known := c.known[ev.Regarding.UID]
+		if !known {
+			c.pending[ev.Regarding.UID] = append(c.pending[ev.Regarding.UID], pendingEvent{ev: ev, sw: sw, since: c.cfg.Clock()})
+		}
+		c.mu.Unlock()
+		if known {
+			c.offerEvent(sw, ev)
+		}
+	}
+}
+
+func (c *Collector) offerEvent(sw *scopeWatch, ev *eventsv1.Event) {
+	env, ok, err := kube.EventEnvelope(ev, c.meta(sw))
+	if err != nil {
+		c.convertError("event", ev.Namespace+"/"+ev.Name, err)
+		return
+	}
+	if ok {
+		c.pub.Offer(env)
+	}
+}
+
+// onNode publishes every node state (id name + resourceVersion). Kubelets write the node object
+// only on change or every few minutes (leases carry the heartbeats), so this is cheap, and it
+// keeps ids the same across restarts: skipping unchanged content would make a restarted
+// collector publish the same state under the newer resourceVersion.
+func (c *Collector) onNode(obj any, deleted bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	env, err := kube.NodeEnvelope(node, deleted, c.meta(nil))
+	if err != nil {
+		c.convertError("node", node.Name, err)
+		return
+	}
+	c.pub.Offer(env)
+}
+
+func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	exp := kube.ExperimentOf(cm, c.cfg.Labels)
+	c.mu.Lock()
+	c.requests[exp.Name] = prober.RequestOf(&exp, c.cfg.Probe.Default)
+	c.mu.Unlock()
+	env, err := kube.ExperimentEnvelope(cm, c.meta(sw))
+	if err != nil {
+		c.convertError("configmap", cm.Namespace+"/"+cm.Name, err)
+		return
+	}
+	c.pub.Offer(env)
+}
+
+// requestFor is the probe request of the pod's experiment, nil for the default.
+func (c *Collector) requestFor(pod *corev1.Pod) *prober.Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests[pod.Labels[c.cfg.Labels.Experiment]]
+}
+
+func (c *Collector) convertError(kind, name string, err error) {
+	c.m.convertErrors.WithLabelValues(kind).Inc()
+	c.logger.Warn("cannot convert object", "kind", kind, "name", name, "error", err)
+}
+
+// PodUID implements dcgm.Resolver (for the GPU sampling) from the pod caches: a sample names its pod by namespace and
+// name, the envelope needs the UID.
+func (c *Collector) PodUID(namespace, name string) (string, bool) {
+	for _, sw := range c.scopes {
+		if sw.pods == nil {
+			continue
+		}
+		obj, ok, err := sw.pods.GetStore().GetByKey(namespace + "/" + name)
+		if err == nil && ok {
+			if p, ok := obj.(*corev1.Pod); ok {
+				return string(p.UID), true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,160 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
+)
+
+// factory returns an informer factory that drops the object bulk the collector never reads
+// before it reaches the cache (kube.Transform), remembered for shutdown.
+func (c *Collector) factory(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
+	f := informers.NewSharedInformerFactoryWithOptions(c.client, c.cfg.Resync, append(opts, informers.WithTransform(kube.Transform))...)
+	c.factories = append(c.factories, f)
+	return f
+}
+
+// start starts factories and waits until the handlers have seen every object of the first list.
+func start(ctx context.Context, fs []informers.SharedInformerFactory, regs ...cache.ResourceEventHandlerRegistration) error {
+	for _, f := range fs {
+		f.Start(ctx.Done())
+	}
+	syncs := make([]cache.InformerSynced, 0, len(regs))
+	for _, r := range regs {
+		syncs = append(syncs, r.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// shutdownInformers stops every informer. client-go backs off a failed watch-list without
+// watching the stop signal, so an informer of an unreachable API server can take its whole
+// back-off to stop: do not hold the process for it.
+func (c *Collector) shutdownInformers() {
+	done := make(chan struct{})
+	go func() {
+		for _, f := range c.factories {
+			f.Shutdown()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		c.logger.Warn("informers still stopping after 5s; not waiting for them")
+	}
+}
+
+// startNodes watches every node.
+func (c *Collector) startNodes(ctx context.Context) error {
+	nf := c.factory()
+	c.nodes = nf.Core().V1().Nodes().Informer()
+	reg, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onNode(obj, false) },
+		UpdateFunc: func(_, obj any) { c.onNode(obj, false) },
+		DeleteFunc: func(obj any) { c.onNode(obj, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("node handler: %w", err)
+	}
+	return start(ctx, []informers.SharedInformerFactory{nf}, reg)
+}
+
+// makeScopes makes one scope per watched namespace (or one for all of them).
+func (c *Collector) makeScopes() {
+	namespaces := c.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		sw := &scopeWatch{scope: events.Scope{Selector: c.cfg.Selector}}
+		if ns != metav1.NamespaceAll {
+			sw.scope.Namespaces = []string{ns}
+		}
+		c.scopes = append(c.scopes, sw)
+	}
+}
+
+// startConfigMaps watches the experiment ConfigMaps (labelled with the experiment key) of every
+// scope.
+func (c *Collector) startConfigMaps(ctx context.Context) error {
+	var fs []informers.SharedInformerFactory
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, sw := range c.scopes {
+		cf := c.factory(informers.WithNamespace(scopeNamespace(sw)), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Labels.Experiment }))
+		sw.configMaps = cf.Core().V1().ConfigMaps().Informer()
+		reg, err := sw.configMaps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onConfigMap(sw, obj) },
+			UpdateFunc: func(_, obj any) { c.onConfigMap(sw, obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("configmap handler: %w", err)
+		}
+		fs, regs = append(fs, cf), append(regs, reg)
+	}
+	return start(ctx, fs, regs...)
+}
+
+// startPods watches the pods of every scope; a watch error ends the scope's live session.
+func (c *Collector) startPods(ctx context.Context) error {
+	var fs []informers.SharedInformerFactory
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, sw := range c.scopes {
+		pf := c.factory(informers.WithNamespace(scopeNamespace(sw)), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.Selector }))
+		sw.pods = pf.Core().V1().Pods().Informer()
+		if err := sw.pods.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			sw.watchFailed()
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		}); err != nil {
+			return fmt.Errorf("pod watch error handler: %w", err)
+		}
+		reg, err := sw.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onPod(sw, obj, false) },
+			UpdateFunc: func(_, obj any) { c.onPod(sw, obj, false) },
+			DeleteFunc: func(obj any) { c.onPod(sw, obj, true) },
+		})
+		if err != nil {
+			return fmt.Errorf("pod handler: %w", err)
+		}
+		fs, regs = append(fs, pf), append(regs, reg)
+	}
+	return start(ctx, fs, regs...)
+}
+
+// startEvents watches the events.k8s.io events of every scope, one scope after another.
+func (c *Collector) startEvents(ctx context.Context) error {
+	for _, sw := range c.scopes {
+		ef := c.factory(informers.WithNamespace(scopeNamespace(sw)))
+		sw.events = ef.Events().V1().Events().Informer()
+		reg, err := sw.events.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { c.onEvent(sw, obj, nil) },
+			// Every increase of the series count is a new occurrence; an update that leaves the
+			// count alone (a relist, a resync) says nothing new.
+			UpdateFunc: func(old, obj any) { c.onEvent(sw, obj, old) },
+		})
+		if err != nil {
+			return fmt.Errorf("event handler: %w", err)
+		}
+		if err := start(ctx, []informers.SharedInformerFactory{ef}, reg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scopeNamespace is the namespace a scope's informers list (all when the scope names none).
+func scopeNamespace(sw *scopeWatch) string {
+	if len(sw.scope.Namespaces) == 1 {
+		return sw.scope.Namespaces[0]
+	}
+	return metav1.NamespaceAll
+}

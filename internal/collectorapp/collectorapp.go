@@ -1,0 +1,193 @@
+// Package collectorapp is the collector process: everything `collector run` wires — the
+// Kubernetes client, NATS and the publisher that buffers for it, the informers, the prober, GPU
+// sampling, /metrics, /healthz and /readyz, and POST /v1/ingest/requests on its own listener —
+// behind Options, New and Run, so cmd/collector, the lab's in-process stack and tests run the
+// same code.
+package collectorapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/collector"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/ingest"
+	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/publisher"
+)
+
+// Options configure the collector.
+type Options struct {
+	NATSURL string
+	Stream  bus.StreamConfig
+	// Client is the cluster to watch; nil: one built from Kubeconfig (empty: in-cluster, else
+	// the default loading rules).
+	Client     kubernetes.Interface
+	Kubeconfig string
+	Collector  collector.Config
+	Publisher  publisher.Config
+	// MetricsAddr serves /metrics, /healthz and /readyz; IngestAddr serves POST
+	// /v1/ingest/requests (empty: no ingest listener).
+	MetricsAddr, IngestAddr string
+	Logger                  *slog.Logger
+	// Registry receives the metrics (nil: a new one with the Go and process collectors).
+	Registry *prometheus.Registry
+	// Bound, when set, hears each listener's address ("metrics", "ingest").
+	Bound func(listener, addr string)
+}
+
+// App is a configured collector.
+type App struct {
+	o      Options
+	client kubernetes.Interface
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	pub    *publisher.Publisher
+	c      *collector.Collector
+}
+
+// New checks o, connects to the cluster's API and to NATS (retrying in the background while NATS
+// is away: publishes wait in the buffer), and builds the collector; Run starts it.
+func New(o Options) (*App, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if o.Publisher.Buffer == 0 {
+		o.Publisher = publisher.DefaultConfig()
+	}
+	cfg := &o.Collector
+	if _, _, err := events.ParseSubject(events.Subject(cfg.Cluster, events.KindPodStatus)); err != nil {
+		return nil, fmt.Errorf("cluster %q cannot be a subject token (no '.', '*', '>' or spaces)", cfg.Cluster)
+	}
+	if err := ingest.CheckCluster(cfg.Cluster); err != nil { // the ingest endpoint puts it in ids
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if cfg.Source == "" {
+		host, _ := os.Hostname()
+		cfg.Source = "collector/" + host
+	}
+	a := &App{o: o, client: o.Client}
+	if a.client == nil {
+		restCfg, err := kubeConfig(o.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		restCfg.UserAgent = "schedlens-collector"
+		if a.client, err = kubernetes.NewForConfig(restCfg); err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+	}
+	var err error
+	a.nc, err = bus.Connect(o.NATSURL, "schedlens-collector", o.Logger, nats.RetryOnFailedConnect(true))
+	if err != nil {
+		return nil, err
+	}
+	a.js, err = jetstream.New(a.nc, jetstream.WithPublishAsyncTimeout(10*time.Second), jetstream.WithPublishAsyncMaxPending(1024))
+	if err != nil {
+		a.nc.Close()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	ensure := func(ctx context.Context) error {
+		_, err := bus.EnsureStream(ctx, a.js, o.Stream)
+		return err
+	}
+	a.pub = publisher.New(a.js, ensure, o.Publisher, o.Logger, o.Registry)
+	if a.c, err = collector.New(a.client, a.pub, *cfg, o.Logger, o.Registry); err != nil {
+		a.nc.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Ready reports whether the informers have listed everything and NATS is connected.
+func (a *App) Ready() error {
+	if !a.nc.IsConnected() {
+		return errors.New("nats not connected")
+	}
+	return a.c.Ready()
+}
+
+// Buffered is how many envelopes wait for JetStream.
+func (a *App) Buffered() int { return a.pub.Buffered() }
+
+// Run watches until ctx ends, then stops in two stages: the informers and listeners with ctx,
+// then the publisher, which drains its buffer (for at most the publisher's Drain) before the NATS
+// connection closes.
+func (a *App) Run(ctx context.Context) error {
+	defer a.nc.Close()
+	pubCtx, stopPub := context.WithCancel(context.Background())
+	defer stopPub()
+	pubDone := make(chan error, 1)
+	go func() { pubDone <- a.pub.Run(pubCtx) }()
+
+	bound := func(name string) func(string) {
+		if a.o.Bound == nil {
+			return nil
+		}
+		return func(addr string) { a.o.Bound(name, addr) }
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return ops.Serve(gctx, a.o.MetricsAddr, ops.Handler(a.o.Registry, func(context.Context) error { return a.Ready() }), a.o.Logger, bound("metrics"))
+	})
+	if a.o.IngestAddr != "" {
+		publish := func(ctx context.Context, envs []*events.Envelope) error {
+			_, err := bus.PublishAll(ctx, a.js, envs)
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: a.o.Collector.Cluster, Source: "ingest", Logger: a.o.Logger}, publish))
+		g.Go(func() error {
+			return ops.Serve(gctx, a.o.IngestAddr, mux, a.o.Logger.With("listener", "ingest"), bound("ingest"))
+		})
+	}
+	g.Go(func() error {
+		// Stopped while still listing (an unreachable API server, say): a clean stop, not an error.
+		if err := a.c.Run(gctx); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+			return err
+		}
+		return nil
+	})
+	err := g.Wait()
+	stopPub()
+	if perr := <-pubDone; perr != nil && err == nil {
+		err = perr
+	}
+	return err
+}
+
+// kubeConfig loads the kubeconfig named, else the in-cluster config, else the default loading
+// rules (KUBECONFIG, ~/.kube/config).
+func kubeConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if c, err := rest.InClusterConfig(); err == nil {
+			return c, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	return c, nil
+}

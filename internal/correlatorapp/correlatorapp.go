@@ -1,0 +1,138 @@
+// Package correlatorapp is the correlator process: everything `correlator serve` wires — the
+// store (migrated), NATS and the SCHEDLENS stream, the consumer loop, /metrics, /healthz and
+// /readyz — behind Options and Run, so cmd/correlator, the lab's in-process stack and tests run
+// the same code.
+package correlatorapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// Options configure the correlator.
+type Options struct {
+	NATSURL     string
+	DatabaseURL string
+	MetricsAddr string            // /metrics, /healthz, /readyz; "127.0.0.1:0" picks a port
+	Correlator  correlator.Config // zero (no Consumer): the defaults
+	Stream      bus.StreamConfig
+	// Labels are the pod label keys that attribute pods to experiments when an envelope names
+	// no experiment (zero: the defaults).
+	Labels events.LabelKeys
+	Logger *slog.Logger
+	// Registry receives the metrics (nil: a new one with the Go and process collectors).
+	Registry *prometheus.Registry
+	// Bound, when set, hears the metrics listener's address.
+	Bound func(addr string)
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if o.Correlator.Consumer == "" {
+		hook := o.Correlator.BeforeAck
+		o.Correlator = correlator.DefaultConfig()
+		o.Correlator.BeforeAck = hook
+	}
+	if o.Labels == (events.LabelKeys{}) {
+		o.Labels = events.DefaultLabelKeys
+	}
+}
+
+func (o Options) open(ctx context.Context) (*store.DB, error) {
+	return store.Open(ctx, o.DatabaseURL, o.Logger, store.WithLabelKeys(o.Labels))
+}
+
+// Migrate applies the schema's pending migrations.
+func Migrate(ctx context.Context, o Options) error {
+	o.defaults()
+	db, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.Migrate(ctx)
+}
+
+// Rebuild migrates, then recomputes every projection from the events table, chunk events at a
+// time.
+func Rebuild(ctx context.Context, o Options, chunk int) (store.RebuildResult, error) {
+	o.defaults()
+	db, err := o.open(ctx)
+	if err != nil {
+		return store.RebuildResult{}, err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return store.RebuildResult{}, err
+	}
+	return db.Rebuild(ctx, chunk)
+}
+
+// Run migrates the schema, creates or updates the stream and its durable consumer, and stores
+// batches until ctx ends (the batch in flight is finished first, and its acks flushed).
+func Run(ctx context.Context, o Options) error {
+	o.defaults()
+	logger := o.Logger
+	db, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	nc, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := bus.EnsureStream(ctx, js, o.Stream); err != nil {
+		return err
+	}
+	c, err := correlator.New(js, db, o.Correlator, logger, o.Registry)
+	if err != nil {
+		return err
+	}
+	ready := func(ctx context.Context) error {
+		if !nc.IsConnected() {
+			return errors.New("nats: not connected")
+		}
+		return db.Ping(ctx)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.Run(gctx) })
+	g.Go(func() error {
+		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound)
+	})
+	err = g.Wait()
+	// Acks of the last batch are in the connection's buffer: send them before closing.
+	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil {
+		logger.Warn("flush acks on shutdown", "error", ferr)
+	}
+	logger.Info("stopped")
+	return err
+}

@@ -1,0 +1,46 @@
+package store_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// The SQL reads the end causes from align's list, written at every migration: the two cannot
+// drift apart (align is the reference the SQL is tested against).
+func TestEndReasonsComeFromAlign(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db, err := store.Open(ctx, url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// A stale list (as an older version would have left it) is replaced on the next migration.
+	if _, err := conn.Exec(ctx, `UPDATE end_reasons SET reason = 'stale'; INSERT INTO end_reasons VALUES (99, 'gone')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := conn.Query(ctx, `SELECT reason FROM end_reasons ORDER BY rank`)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(align.EndReasons[1:], got); diff != "" {
+		t.Errorf("end_reasons (-align +sql):\n%s", diff)
+	}
+}
