@@ -24,4 +24,4 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 		echo "CREATE DATABASE \"$POSTGRES_DB\";" | runuser -u postgres -- postgres --single -D "$PGDATA" postgres >/dev/null
 	fi
 fi
-exec runuser -u postgres -- postgres -D "$PGDATA" -c listen_addresses='*' "$@"
+exec setpriv --reuid=postgres --regid=postgres --init-groups postgres -D "$PGDATA" -c listen_addresses='*' "$@"
