@@ -39,5 +39,10 @@ if [[ -n "${IMAGE_BASE:-}" ]]; then
 fi
 log "docker build -t ${IMAGE_NAME}:${IMAGE_TAG} (base: ${IMAGE_BASE:-the default of the Dockerfile})"
 # The classic builder: Debian's docker.io has no buildx plugin, and nothing here needs BuildKit.
-DOCKER_BUILDKIT=0 docker build -q "${build_args[@]}" -t "${IMAGE_NAME}:${IMAGE_TAG}" . >/dev/null
+# Its output is shown only when it fails (it warns that it is deprecated on every run).
+if ! out="$(DOCKER_BUILDKIT=0 docker build -q "${build_args[@]}" -t "${IMAGE_NAME}:${IMAGE_TAG}" . 2>&1)"; then
+	printf '%s\n' "$out" >&2
+	log "ERROR: docker build failed" >&2
+	exit 1
+fi
 log "built ${IMAGE_NAME}:${IMAGE_TAG} ($(docker image inspect -f '{{.Id}}' "${IMAGE_NAME}:${IMAGE_TAG}"))"

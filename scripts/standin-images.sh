@@ -58,7 +58,12 @@ build() { # name dir
 		return
 	fi
 	log "building $name from $dir"
-	DOCKER_BUILDKIT=0 docker build -q --label "io.schedlens.standin=$hash" -t "$name" "$dir" >/dev/null
+	local out
+	if ! out="$(DOCKER_BUILDKIT=0 docker build -q --label "io.schedlens.standin=$hash" -t "$name" "$dir" 2>&1)"; then
+		printf '%s\n' "$out" >&2
+		log "ERROR: building $name failed" >&2
+		exit 1
+	fi
 }
 build schedlens-standin/postgres:15 deploy/docker/standin/postgres
 build schedlens-standin/nats:2.9 deploy/docker/standin/nats
