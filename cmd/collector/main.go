@@ -264,6 +264,16 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 		}
 		return c.Ready()
 	}
+	// /readyz as a metric, so an alert can say which collector is not ready and for how long.
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "schedlens_collector_ready",
+		Help: "1 once the informers have listed everything and NATS is connected (as /readyz), else 0.",
+	}, func() float64 {
+		if ready(ctx) != nil {
+			return 0
+		}
+		return 1
+	}))
 	// Two-stage shutdown: informers stop with ctx, then the publisher drains its buffer.
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	defer stopPub()
