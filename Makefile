@@ -3,10 +3,12 @@
 GO ?= go
 BENCH_ARGS ?=
 DEMO_ARGS ?=
+IMAGE_BASE ?=
+IMAGE_TAG ?= dev
 
 .DEFAULT_GOAL := build
 
-.PHONY: build lab test check-tree test-main test-lab vet bench demo demo-replay clean
+.PHONY: build lab images standin-images test check-tree test-main test-lab vet bench demo demo-replay clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -15,6 +17,15 @@ build:
 # minutes, later builds seconds.
 lab:
 	cd lab && $(GO) build -o ../bin/ ./cmd/lab
+
+# The schedlens image (collector, correlator, api; static binaries built on the host). The base
+# is distroless static pinned by digest; `make images IMAGE_BASE=scratch` needs no registry.
+images:
+	IMAGE_BASE=$(IMAGE_BASE) IMAGE_TAG=$(IMAGE_TAG) scripts/images.sh
+
+# Postgres and NATS images built from a debootstrap root, for machines without a registry.
+standin-images:
+	scripts/standin-images.sh
 
 # The whole suite: the tree holds no build output, then the services' module, then the lab's
 # (real kube-apiserver and kube-scheduler).
@@ -45,4 +56,4 @@ demo-replay:
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -115,6 +115,16 @@ func New(o Options) (*App, error) {
 		a.nc.Close()
 		return nil, err
 	}
+	// /readyz as a metric, so an alert can say which collector is not ready and for how long.
+	o.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "schedlens_collector_ready",
+		Help: "1 once the informers have listed everything and NATS is connected (as /readyz), else 0.",
+	}, func() float64 {
+		if a.Ready() != nil {
+			return 0
+		}
+		return 1
+	}))
 	return a, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -19,6 +20,10 @@ type metrics struct {
 	batchSeconds  prometheus.Histogram
 	pending       prometheus.Gauge
 	ackPending    prometheus.Gauge
+	// The stream's fill level against its byte limit: past it, the oldest messages are dropped.
+	streamBytes    prometheus.Gauge
+	streamMaxBytes prometheus.Gauge
+	streamMessages prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,8 +54,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "schedlens_correlator_consumer_ack_pending", Help: "Messages delivered and not yet acknowledged.",
 		}),
+		streamBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_correlator_stream_bytes", Help: "Bytes the SCHEDLENS stream holds.",
+		}),
+		streamMaxBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_correlator_stream_max_bytes", Help: "The SCHEDLENS stream's byte limit (-1: none).",
+		}),
+		streamMessages: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_correlator_stream_messages", Help: "Messages the SCHEDLENS stream holds.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.stored, m.duplicates, m.deadLetters, m.batchFailures, m.batchSize, m.batchSeconds, m.pending, m.ackPending} {
+	for _, c := range []prometheus.Collector{m.stored, m.duplicates, m.deadLetters, m.batchFailures, m.batchSize, m.batchSeconds, m.pending, m.ackPending,
+		m.streamBytes, m.streamMaxBytes, m.streamMessages} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -68,7 +83,8 @@ func (m *metrics) observe(res store.AppendResult, n int, took time.Duration) {
 	m.batchSeconds.Observe(took.Seconds())
 }
 
-// watchPending refreshes the consumer backlog gauges every few seconds until ctx ends.
+// watchPending refreshes the consumer backlog and stream fill gauges every few seconds until ctx
+// ends.
 func (c *Correlator) watchPending(ctx context.Context, cons jetstream.Consumer) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
@@ -76,6 +92,12 @@ func (c *Correlator) watchPending(ctx context.Context, cons jetstream.Consumer) 
 		if info, err := cons.Info(ctx); err == nil {
 			c.metrics.pending.Set(float64(info.NumPending))
 			c.metrics.ackPending.Set(float64(info.NumAckPending))
+		}
+		if st, err := c.js.Stream(ctx, bus.StreamName); err == nil {
+			info := st.CachedInfo()
+			c.metrics.streamBytes.Set(float64(info.State.Bytes))
+			c.metrics.streamMaxBytes.Set(float64(info.Config.MaxBytes))
+			c.metrics.streamMessages.Set(float64(info.State.Msgs))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,8 +6,9 @@
 // used twice in one process (each installs a signal handler), so the lower-level pieces are
 // called; the ServiceAccount and TaintNodesByCondition admission plugins are off (nothing would
 // create service accounts or remove the not-ready taint) while Priority stays on (preemption
-// needs it); authentication is a static token in group system:masters and authorization is
-// AlwaysAllow.
+// needs it); authentication is a static token in group system:masters (and ServiceAccount
+// tokens from the TokenRequest API), and authorization is AlwaysAllow unless Config.RBAC asks for
+// RBAC.
 package controlplane
 
 import (
@@ -49,6 +50,10 @@ type Config struct {
 	Dir string
 	// EventTTL is how long the API server keeps events (its --event-ttl; 1h as in a cluster).
 	EventTTL time.Duration
+	// RBAC turns on RBAC authorization (--authorization-mode=RBAC), as in a real cluster: a
+	// ServiceAccount can then do only what its Roles grant. The lab's own client and the
+	// scheduler stay in system:masters. Off (AlwaysAllow), every authenticated request is allowed.
+	RBAC bool
 }
 
 // ControlPlane is a running etcd + kube-apiserver + kube-scheduler.
@@ -177,6 +182,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, cfg Config, etcdPort
 		fs.AddFlagSet(f)
 	}
 	sa := filepath.Join(cfg.Dir, "sa.key")
+	authz := "AlwaysAllow"
+	if cfg.RBAC {
+		authz = "RBAC"
+	}
 	args := []string{
 		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 		"--bind-address=127.0.0.1",
@@ -184,7 +193,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, cfg Config, etcdPort
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + filepath.Join(cfg.Dir, "certs"),
 		"--token-auth-file=" + filepath.Join(cfg.Dir, "tokens.csv"),
-		"--authorization-mode=AlwaysAllow",
+		"--authorization-mode=" + authz,
 		"--service-account-key-file=" + sa,
 		"--service-account-signing-key-file=" + sa,
 		"--service-account-issuer=https://kubernetes.default.svc",

@@ -57,6 +57,9 @@ type Definition struct {
 	Thresholds  map[string]any `json:"thresholds,omitempty"`
 	Arms        []Arm          `json:"arms"`
 	Disruptions []string       `json:"disruptions,omitempty"`
+	// Source is the experiment ConfigMap the definition was read from (LoadManifests); the
+	// runner then creates that one instead of writing its own.
+	Source *corev1.ConfigMap `json:"-"`
 }
 
 // Workload is what every arm runs, unchanged: the definition's `fixed` as schedlens types it
@@ -73,6 +76,9 @@ type Arm struct {
 	PriorityClass string              `json:"priorityClass,omitempty"`
 	Tolerations   []corev1.Toleration `json:"tolerations,omitempty"`
 	Background    *Background         `json:"background,omitempty"`
+	// Template, when set (LoadManifests: the arm's Deployment), is the pod the arm runs; the
+	// placement fields above are then unused.
+	Template *corev1.PodTemplateSpec `json:"-"`
 }
 
 // Preference is a preferred node affinity term.
@@ -86,6 +92,8 @@ type Preference struct {
 type Background struct {
 	Pods          int    `json:"pods"`
 	PriorityClass string `json:"priorityClass"`
+	// Template, when set (LoadManifests), is the background pod.
+	Template *corev1.PodTemplateSpec `json:"-"`
 }
 
 // Day20 is the default experiment (day20.yaml).
@@ -211,6 +219,10 @@ func (r *Runner) Run(ctx context.Context, d *Definition) error {
 	if err != nil {
 		return err
 	}
+	if d.Source != nil {
+		cm = d.Source.DeepCopy()
+		cm.Namespace, cm.ResourceVersion = r.Namespace, ""
+	}
 	if _, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		_, err = r.Client.CoreV1().ConfigMaps(r.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
 		if err != nil {
@@ -234,7 +246,7 @@ func (r *Runner) Run(ctx context.Context, d *Definition) error {
 	return nil
 }
 
-// pod builds one pod of the fixed workload under arm's rules.
+// pod builds one pod of the fixed workload under arm's rules (or from the arm's template).
 func (r *Runner) pod(d *Definition, arm Arm, armLabel string, run int, name string) *corev1.Pod {
 	return d.pod(arm, armLabel, r.Namespace, run, name)
 }
@@ -245,7 +257,7 @@ func (r *Runner) pod(d *Definition, arm Arm, armLabel string, run int, name stri
 func (d *Definition) Pods(arm Arm, namespace string, run int) (background, pods []*corev1.Pod) {
 	if bg := arm.Background; bg != nil {
 		for i := 1; i <= bg.Pods; i++ {
-			bgArm := Arm{NodeSelector: arm.NodeSelector, Tolerations: arm.Tolerations, PriorityClass: bg.PriorityClass}
+			bgArm := Arm{NodeSelector: arm.NodeSelector, Tolerations: arm.Tolerations, PriorityClass: bg.PriorityClass, Template: bg.Template}
 			background = append(background, d.pod(bgArm, "background", namespace, run, fmt.Sprintf("%s-%s-bg-r%d-%d", d.Name, arm.Name, run, i)))
 		}
 	}
@@ -256,6 +268,9 @@ func (d *Definition) Pods(arm Arm, namespace string, run int) (background, pods 
 }
 
 func (d *Definition) pod(arm Arm, armLabel, namespace string, run int, name string) *corev1.Pod {
+	if arm.Template != nil {
+		return d.podFromTemplate(arm.Template, armLabel, namespace, run, name)
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{

@@ -18,16 +18,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
+	"github.com/schedlens/schedlens/lab/manifest"
 	"github.com/schedlens/schedlens/lab/stack"
 )
 
 // demo runs schedlens beside the lab, runs the experiment and prints what it saw.
-func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definition, logger *slog.Logger, stdout io.Writer) error {
+func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definition, extra []*unstructured.Unstructured, logger *slog.Logger, stdout io.Writer) error {
 	if err := store.EnsureDatabase(ctx, o.databaseURL); err != nil {
 		return err
 	}
@@ -35,6 +37,21 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	ns := fmt.Sprintf("%s-%s", def.Name, time.Now().UTC().Format("20060102-150405"))
 	if _, err := l.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	// The manifests' other objects (PriorityClasses), their namespace replaced by the demo's.
+	if len(extra) > 0 {
+		a, err := manifest.NewApplier(l.REST)
+		if err != nil {
+			return err
+		}
+		for _, u := range extra {
+			if u.GetNamespace() != "" {
+				u.SetNamespace(ns)
+			}
+		}
+		if err := a.Apply(ctx, extra, ns); err != nil {
+			return fmt.Errorf("apply the manifests: %w", err)
+		}
 	}
 	s, err := stack.Start(ctx, stack.Options{
 		Client: l.Client, DatabaseURL: o.databaseURL, HTTPAddr: o.httpAddr, Namespaces: []string{ns},

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/experiment"
@@ -55,8 +57,9 @@ commands:
          SIGINT/SIGTERM
   demo   the above, plus an embedded NATS server and schedlens' collector, correlator and api
          on the machine's Postgres; run the experiment (default day20: 4 arms × 3 repeats and the
-         disruption scenarios) with a progress display, print a summary, then keep the API up
-         until Ctrl-C (-exit: stop after the summary)
+         disruption scenarios; -manifests DIR: the experiment as Kustomize manifests) with a
+         progress display, print a summary, then keep the API up until Ctrl-C (-exit: stop
+         after the summary)
   preflight  check Deployments, StatefulSets, Jobs, Pods, PDBs, PriorityClasses and experiment
          ConfigMaps against a live cluster (-kubeconfig) or a lab cluster spec; -simulate places
          every replica with the real kube-scheduler; see docs/preflight.md
@@ -66,6 +69,7 @@ flags:
 
 type options struct {
 	dir, clusterFile, experimentFile string
+	manifests                        string
 	databaseURL, httpAddr            string
 	speed                            float64
 	seed                             int64
@@ -79,6 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.dir, "dir", "SCHEDLENS_LAB_DIR", "", "control plane state and kubeconfig (default: a temporary directory, removed on exit)")
 	fs.String(&o.clusterFile, "cluster", "SCHEDLENS_LAB_CLUSTER", "", "GPU cluster spec YAML (default: the embedded one, lab/cluster/default.yaml)")
 	fs.String(&o.experimentFile, "experiment", "SCHEDLENS_LAB_EXPERIMENT", "", "experiment definition YAML (demo; default: day20, lab/experiment/day20.yaml)")
+	fs.String(&o.manifests, "manifests", "SCHEDLENS_LAB_MANIFESTS", "", "demo: run the experiment written as Kustomize manifests in this directory (experiment/ and arms/<arm>/, e.g. deploy/examples/day20) instead of -experiment")
 	fs.String(&o.databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL (demo; the database is created if missing)")
 	fs.String(&o.httpAddr, "http-addr", config.EnvHTTPAddr, "127.0.0.1:8080", "address of the schedlens API (demo)")
 	var speed, seed int
@@ -132,7 +137,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	def := experiment.Day20()
-	if o.experimentFile != "" {
+	var extra []*unstructured.Unstructured
+	switch {
+	case o.manifests != "" && o.experimentFile != "":
+		fs.Usage()
+		return config.Usagef("-manifests and -experiment are exclusive")
+	case o.manifests != "":
+		m, err := experiment.LoadManifests(o.manifests)
+		if err != nil {
+			return err
+		}
+		def, extra = m.Definition, m.Objects
+	case o.experimentFile != "":
 		var err error
 		if def, err = experiment.Load(o.experimentFile); err != nil {
 			return err
@@ -169,5 +185,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		<-ctx.Done()
 		return nil
 	}
-	return demo(ctx, o, l, def, quiet, stdout)
+	return demo(ctx, o, l, def, extra, quiet, stdout)
 }

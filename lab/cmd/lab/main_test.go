@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +16,86 @@ import (
 
 	"github.com/schedlens/schedlens/internal/pgtest"
 )
+
+// A control plane runs once per process, so a test that needs a second lab re-runs this test
+// binary as the lab command (SCHEDLENS_LAB_TEST_AS_MAIN=1).
+func TestMain(m *testing.M) {
+	if os.Getenv("SCHEDLENS_LAB_TEST_AS_MAIN") == "1" {
+		if err := run(context.Background(), append([]string{"lab"}, os.Args[1:]...), os.Getenv, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// copyDir copies the regular files of a directory tree.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lab demo -manifests runs the day20 Kustomize manifests (here with 2 repeats instead of 3) and
+// prints the same summary and comparison as the built-in definition: every arm of the
+// manifests, the background pods the priority arm preempts, a verdict per arm.
+func TestDemoManifests(t *testing.T) {
+	dir := t.TempDir()
+	copyDir(t, "../../../deploy/examples/day20", dir)
+	cmPath := filepath.Join(dir, "experiment", "configmap.yaml")
+	cm, err := os.ReadFile(cmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cm, []byte(`repeats: "3"`)) {
+		t.Fatalf("%s: no repeats: \"3\" to shorten", cmPath)
+	}
+	if err := os.WriteFile(cmPath, bytes.Replace(cm, []byte(`repeats: "3"`), []byte(`repeats: "2"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "demo", "-exit", "-manifests", dir, "-speed-percent", "25", "-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lab demo -manifests: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	text := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^experiment day20: 5 arms × 2 repeats, 3 pods each`),
+		regexp.MustCompile(`(?m)^control \(baseline\)\s+6\s+6\s+0\s+0\s`),
+		regexp.MustCompile(`(?m)^affinity\s+6\s+6\s+0\s`),
+		regexp.MustCompile(`(?m)^priority\s+6\s+6\s+0\s+0\s.*\sh100×6$`),
+		regexp.MustCompile(`(?m)^background\s+8\s+8\s+0\s+[1-8]\s`),
+		regexp.MustCompile(`(?m)^timeslice\s+6\s+6\s+0\s+0\s.*\sa100-shared×6$`),
+		regexp.MustCompile(`(?m)^mig\s+6\s+6\s+0\s+0\s.*\sa100-mig×6$`),
+		regexp.MustCompile(`(?m)^day20: arms against control$`),
+		regexp.MustCompile(`(?m)^priority — 2 runs, 6 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INCONCLUSIVE|INSUFFICIENT_DATA) — `),
+		regexp.MustCompile(`(?m)^mig — 2 runs, 6 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INCONCLUSIVE|INSUFFICIENT_DATA) — `),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+}
 
 // lab demo -exit runs an experiment end to end and prints a summary whose numbers come from
 // the API: every pod scheduled, the background pods preempted by the priority arm.

@@ -1,0 +1,226 @@
+package manifest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedlens/schedlens/internal/natstest"
+	"github.com/schedlens/schedlens/internal/pgtest"
+)
+
+var metricName = regexp.MustCompile(`\bschedlens_[a-z0-9_]+\b`)
+
+// usedMetrics returns, per PromQL expression of the dashboard and the chart's alerts, the
+// schedlens metric names it reads.
+func usedMetrics(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	b, err := os.ReadFile(chartDir + "/files/dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("dashboard.json: %v", err)
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			out["dashboard "+p.Title+": "+tg.Expr] = metricName.FindAllString(tg.Expr, -1)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if v.Definition != "" {
+			out["dashboard variable: "+v.Definition] = metricName.FindAllString(v.Definition, -1)
+		}
+	}
+	var monitoring scenario
+	for _, s := range scenarios(t) {
+		if s.name == "04-monitoring" {
+			monitoring = s
+		}
+	}
+	_, objs := render(t, monitoring, "schedlens", "schedlens")
+	rules := 0
+	for _, u := range objs {
+		if u.GetKind() != "PrometheusRule" {
+			continue
+		}
+		groups, _, _ := unstructuredSlice(u.Object, "spec", "groups")
+		for _, g := range groups {
+			for _, r := range g["rules"].([]any) {
+				rule := r.(map[string]any)
+				expr := fmt.Sprint(rule["expr"])
+				out["alert "+fmt.Sprint(rule["alert"])+": "+expr] = metricName.FindAllString(expr, -1)
+				rules++
+			}
+		}
+	}
+	if rules < 4 {
+		t.Fatalf("the 04-monitoring scenario renders %d alert rules, want at least 4", rules)
+	}
+	return out
+}
+
+func unstructuredSlice(obj map[string]any, path ...string) ([]map[string]any, bool, error) {
+	var cur any = obj
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false, nil
+		}
+		cur = m[p]
+	}
+	list, ok := cur.([]any)
+	if !ok {
+		return nil, false, nil
+	}
+	var out []map[string]any
+	for _, x := range list {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out, true, nil
+}
+
+var typeLine = regexp.MustCompile(`(?m)^# TYPE (\S+) (\S+)$`)
+
+// exported scrapes a /metrics page into the names it can be queried by: each family's name, and
+// for histograms and summaries their _bucket, _sum and _count series.
+func exported(t *testing.T, url string, into map[string]bool) {
+	t.Helper()
+	code, body := httpGet(url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, code, body)
+	}
+	for _, m := range typeLine.FindAllStringSubmatch(body, -1) {
+		into[m[1]] = true
+		if m[2] == "histogram" || m[2] == "summary" {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				into[m[1]+suffix] = true
+			}
+		}
+	}
+}
+
+// Every metric the Grafana dashboard and the PrometheusRule alerts read is exported by the
+// binaries: the collector (run against the lab's API server, probing a pod), the correlator and
+// the api (storing and serving what the collector published) are started for real and scraped,
+// until each name has appeared (a labelled family shows only once it has a sample).
+func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
+	used := usedMetrics(t)
+	want := map[string]bool{}
+	for expr, names := range used {
+		if len(names) == 0 {
+			t.Errorf("%s reads no schedlens metric", expr)
+		}
+		for _, n := range names {
+			want[n] = true
+		}
+	}
+	bin := binaries(t)
+	nats := natstest.Start(t).URL()
+	db := pgtest.URL(t)
+	ctx := context.Background()
+
+	// A pod in scope, Running on a loopback address, for the prober; an inference endpoint there.
+	ns := "metrics"
+	ensureNamespaces(t, ns)
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	defer endpoint.Close()
+	_, portText, _ := net.SplitHostPort(endpoint.Listener.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "model-0", Namespace: ns, Labels: map[string]string{"schedlens.io/experiment": "day20", "schedlens.io/arm": "control", "schedlens.io/run": "1"}},
+		Spec:       corev1.PodSpec{NodeName: "gpu-node-1", Containers: []corev1.Container{{Name: "model", Image: "model:1"}}},
+	}
+	created, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}}
+	if _, err := cp.Client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	addrs := map[string]string{"collector": freeAddr(t), "correlator": freeAddr(t), "api": freeAddr(t)}
+	common := map[string]string{"SCHEDLENS_NATS_URL": nats, "SCHEDLENS_DATABASE_URL": db, "SCHEDLENS_LOG_FORMAT": "json"}
+	with := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range common {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	collector := start(t, bin+"/collector", with(map[string]string{"SCHEDLENS_METRICS_ADDR": addrs["collector"], "SCHEDLENS_NAMESPACES": ns,
+		"SCHEDLENS_PROBE_PORT": strconv.Itoa(port), "SCHEDLENS_DCGM_INTERVAL": "0s"}), "run", "-kubeconfig", cp.Kubeconfig)
+	correlator := start(t, bin+"/correlator", with(map[string]string{"SCHEDLENS_METRICS_ADDR": addrs["correlator"], "SCHEDLENS_BATCH_WAIT": "50ms"}), "serve")
+	api := start(t, bin+"/api", with(map[string]string{"SCHEDLENS_HTTP_ADDR": addrs["api"]}))
+	waitReady(t, "collector", "http://"+addrs["collector"]+"/readyz", collector)
+	waitReady(t, "correlator", "http://"+addrs["correlator"]+"/readyz", correlator)
+	waitReady(t, "api", "http://"+addrs["api"]+"/readyz", api)
+
+	var missing []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		httpGet("http://" + addrs["api"] + "/v1/stats")
+		got := map[string]bool{}
+		for _, a := range addrs {
+			exported(t, "http://"+a+"/metrics", got)
+		}
+		missing = missing[:0]
+		for n := range want {
+			if !got[n] {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	slices.Sort(missing)
+	for _, n := range missing {
+		var where []string
+		for expr, names := range used {
+			if slices.Contains(names, n) {
+				where = append(where, expr)
+			}
+		}
+		slices.Sort(where)
+		t.Errorf("%s is not exported by the binaries; used by:\n  %s", n, strings.Join(where, "\n  "))
+	}
+}
