@@ -102,6 +102,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 //go:embed openapi.json
 var openAPI []byte
 
+// ready is /readyz: the database answers and its schema is the one this binary expects.
 func (s *Server) ready(ctx context.Context) error {
 	if err := s.db.Ping(ctx); err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -179,7 +180,6 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"dead_letters": dl})
 }
 
-// parseLimit reads ?limit=, answering 400 itself when it is bad.
 // interruptions serves the service interruptions of every arm of an experiment run.
 func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
@@ -204,6 +204,7 @@ func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"experiment": name, "run": run, "min_gap_seconds": minGap.Seconds(), "arms": arms})
 }
 
+// parseLimit reads ?limit=, answering 400 itself when it is bad.
 func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {

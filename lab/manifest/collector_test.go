@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -163,6 +164,21 @@ func waitReady(t *testing.T, what, url string, p *process) {
 	}
 }
 
+// postIngest posts one external result to the collector's ingest listener and wants it taken.
+func postIngest(t *testing.T, addr string) {
+	t.Helper()
+	row := `{"pod_uid":"0f0e0d0c-0000-4000-8000-000000000001","pod_namespace":"ns","pod_name":"p","sent_at":"2026-12-01T00:00:00Z","latency_ms":5,"status":200,"ok":true}`
+	resp, err := http.Post("http://"+addr+"/v1/ingest/requests", "application/x-ndjson", strings.NewReader(row+"\n"))
+	if err != nil {
+		t.Fatalf("POST /v1/ingest/requests: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"accepted":1`) {
+		t.Errorf("POST /v1/ingest/requests on the ingest listener: %d %s, want 200 with one accepted", resp.StatusCode, body)
+	}
+}
+
 // `collector run` with the chart's ServiceAccount token and the chart's settings, on the lab's
 // API server with RBAC authorization on: it lists and watches everything it needs (its /readyz
 // says so, and nothing was forbidden), while writes and Secrets are forbidden to that token.
@@ -178,12 +194,17 @@ func TestCollectorRunsWithTheChartsServiceAccount(t *testing.T) {
 			objs := installScenario(t, s, ns)
 			env := collectorEnv(t, objs)
 			kubeconfig, sa := serviceAccountClient(t, ns, ns+"-schedlens")
-			metrics := freeAddr(t)
+			if got := env["SCHEDLENS_INGEST_ADDR"]; got != ":9102" {
+				t.Errorf("the chart gives the collector SCHEDLENS_INGEST_ADDR %q, want \":9102\" (collector.ingestPort)", got)
+			}
+			metrics, ingest := freeAddr(t), freeAddr(t)
 			env["SCHEDLENS_NATS_URL"] = nats
 			env["SCHEDLENS_METRICS_ADDR"] = metrics
+			env["SCHEDLENS_INGEST_ADDR"] = ingest
 			env["SCHEDLENS_SOURCE"] = "collector/" + ns
 			p := start(t, bin+"/collector", env, "run", "-kubeconfig", kubeconfig)
 			waitReady(t, "collector", "http://"+metrics+"/readyz", p)
+			postIngest(t, ingest)
 			// One more inventory cycle's worth of time for a late denial to show in the log.
 			time.Sleep(time.Second)
 			if log := strings.ToLower(p.output()); strings.Contains(log, "forbidden") {

@@ -87,7 +87,7 @@ func TestDemoManifests(t *testing.T) {
 		regexp.MustCompile(`(?m)^background\s+8\s+8\s+0\s+[1-8]\s`),
 		regexp.MustCompile(`(?m)^timeslice\s+6\s+6\s+0\s+0\s.*\sa100-shared×6$`),
 		regexp.MustCompile(`(?m)^mig\s+6\s+6\s+0\s+0\s.*\sa100-mig×6$`),
-		regexp.MustCompile(`(?m)^day20: arms against control$`),
+		regexp.MustCompile(`(?m)^day20: arms against control \(alpha 0\.05; primary: `),
 		regexp.MustCompile(`(?m)^priority — 2 runs, 6 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INCONCLUSIVE|INSUFFICIENT_DATA) — `),
 		regexp.MustCompile(`(?m)^mig — 2 runs, 6 pods: (IMPROVEMENT|REGRESSION|TRADE_OFF|NO_EFFECT|INCONCLUSIVE|INSUFFICIENT_DATA) — `),
 	} {
