@@ -38,11 +38,20 @@ func invalid(field, format string, args ...any) error {
 }
 
 // Decode parses and validates one envelope. Times are truncated to the microsecond, the
-// precision Postgres keeps, so a decoded envelope and its stored copy compare equal.
-func Decode(b []byte) (*Envelope, error) {
+// precision Postgres keeps, so a decoded envelope and its stored copy compare equal. It also
+// enforces the bounds of bounds.go (times within a window of the receive time, the clock of
+// WithClock; lengths; integer ranges) and lower-cases pod UIDs.
+func Decode(b []byte, opts ...DecodeOption) (*Envelope, error) {
+	o := decodeOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, invalid("", "empty message")
+	}
+	if len(b) > MaxEnvelopeBytes {
+		return nil, invalid("", "larger than %d bytes (%d)", MaxEnvelopeBytes, len(b))
 	}
 	if !utf8.Valid(b) {
 		return nil, invalid("", "not valid UTF-8")
@@ -58,11 +67,22 @@ func Decode(b []byte) (*Envelope, error) {
 	if err := env.validate(); err != nil {
 		return nil, err
 	}
+	now := o.now()
+	if err := env.checkNames(); err != nil {
+		return nil, err
+	}
+	if err := env.checkTimes(now); err != nil {
+		return nil, err
+	}
 	payload, err := decodePayload(env.Kind, env.Data)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkData(payload, now); err != nil {
+		return nil, err
+	}
 	env.Payload = payload
+	env.normaliseUIDs()
 	if r, ok := payload.(*Request); ok && env.Pod == nil && r.PodIP == "" {
 		return nil, invalid("pod", "a request names no pod and no data.pod_ip")
 	}

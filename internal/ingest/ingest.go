@@ -126,7 +126,7 @@ func (o Options) resolve(source string) (Options, error) {
 		return o, fmt.Errorf("ingest options: %w", err)
 	}
 	probe := func(pod *events.PodRef, ip string) error {
-		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
+		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), events.MinTime, events.MinTime, pod, &events.Request{PodIP: ip})
 		return err
 	}
 	if err := probe(nil, "127.0.0.1"); err != nil {
