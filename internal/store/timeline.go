@@ -27,7 +27,7 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 		firstSeen                     time.Time
 		requests, requestErrs, failed int64
 		preReady, preReadyErrs        int64
-		restarts                      int32
+		restarts                      int64
 	)
 	m := &s.Milestones
 	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
