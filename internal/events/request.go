@@ -1,0 +1,179 @@
+package events
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// FixedRequest is an experiment's fixed representative request (fixed.request of its
+// definition): what the prober sends to each of the experiment's pods, on the pod's own IP.
+type FixedRequest struct {
+	Method string
+	Port   int
+	// Path is an absolute path with an optional query ("/v1/infer?model=a"), never a URL:
+	// the host is always the pod's.
+	Path string
+	Body string
+}
+
+// FixedRequestMethods are the methods a fixed request may use.
+var FixedRequestMethods = []string{"GET", "HEAD", "POST", "PUT"}
+
+// MaxFixedRequestPath bounds the path (and query) of a fixed request.
+const MaxFixedRequestPath = 2048
+
+// FixedRequestOf reads the fixed.request of a definition over def (the prober's default
+// request): nil when the definition names none, an error naming the bad key when the request
+// it names cannot be sent safely (a method beyond FixedRequestMethods, a port outside
+// 1..65535, a path that is not an absolute path, a body beyond MaxStringLen).
+func FixedRequestOf(exp *Experiment, def FixedRequest) (*FixedRequest, error) {
+	fixed, _ := exp.Fixed.(map[string]any)
+	raw, ok := fixed["request"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	r, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("fixed.request: want an object, got %s", jsonKind(raw))
+	}
+	req := def
+	if v, ok := r["method"]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return nil, fmt.Errorf("fixed.request.method: want a string, got %s", jsonKind(v))
+		}
+		if s != "" {
+			req.Method = strings.ToUpper(strings.TrimSpace(s))
+		}
+	}
+	if v, ok := r["path"]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return nil, fmt.Errorf("fixed.request.path: want a string, got %s", jsonKind(v))
+		}
+		if s != "" {
+			req.Path = s
+		}
+	}
+	if v, ok := r["body"]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return nil, fmt.Errorf("fixed.request.body: want a string, got %s", jsonKind(v))
+		}
+		req.Body = s
+	}
+	if v, ok := r["port"]; ok {
+		switch p := v.(type) {
+		case float64:
+			if p != float64(int(p)) || p < 1 || p > 65535 {
+				return nil, fmt.Errorf("fixed.request.port: want a port from 1 to 65535, got %v", p)
+			}
+			req.Port = int(p)
+		case string:
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil {
+				return nil, fmt.Errorf("fixed.request.port: want a port from 1 to 65535, got %q", p)
+			}
+			req.Port = n
+		default:
+			return nil, fmt.Errorf("fixed.request.port: want a number, got %s", jsonKind(v))
+		}
+	}
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// Check reports why r cannot be sent safely, nil when it can.
+func (r FixedRequest) Check() error {
+	switch {
+	case !validMethod(r.Method):
+		return fmt.Errorf("fixed.request.method: %q is not one of %s", r.Method, strings.Join(FixedRequestMethods, ", "))
+	case r.Port < 1 || r.Port > 65535:
+		return fmt.Errorf("fixed.request.port: want a port from 1 to 65535, got %d", r.Port)
+	case len(r.Body) > MaxStringLen:
+		return fmt.Errorf("fixed.request.body: longer than %d bytes", MaxStringLen)
+	}
+	if _, err := parsePath(r.Path); err != nil {
+		return fmt.Errorf("fixed.request.path: %w", err)
+	}
+	return nil
+}
+
+// URL is the request's URL on a pod: http://<podIP>:<port><path>, built with net/url so that
+// nothing in the path can change the host.
+func (r FixedRequest) URL(podIP string) (string, error) {
+	if err := r.Check(); err != nil {
+		return "", err
+	}
+	ip, err := netip.ParseAddr(podIP)
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("pod IP %q is not an IP address", podIP)
+	}
+	p, _ := parsePath(r.Path)
+	u := url.URL{Scheme: "http", Host: netip.AddrPortFrom(ip, uint16(r.Port)).String(),
+		Path: p.Path, RawPath: p.RawPath, RawQuery: p.RawQuery}
+	return u.String(), nil
+}
+
+// parsePath accepts an absolute path with an optional query: "/", then no authority
+// ("//host"), no scheme, no fragment, no spaces or control characters.
+func parsePath(s string) (*url.URL, error) {
+	switch {
+	case s == "":
+		return nil, fmt.Errorf("missing")
+	case len(s) > MaxFixedRequestPath:
+		return nil, fmt.Errorf("longer than %d bytes", MaxFixedRequestPath)
+	case s[0] != '/':
+		return nil, fmt.Errorf("%q does not start with /", s)
+	case strings.HasPrefix(s, "//") || strings.HasPrefix(s, "/\\"):
+		return nil, fmt.Errorf("%q names a host", s)
+	case strings.ContainsAny(s, "#\\"):
+		return nil, fmt.Errorf("%q holds a fragment or a backslash", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return nil, fmt.Errorf("%q holds a space or a control character", s)
+		}
+	}
+	u, err := url.ParseRequestURI(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %v", s, err)
+	}
+	if u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return nil, fmt.Errorf("%q is not an absolute path", s)
+	}
+	return u, nil
+}
+
+func validMethod(m string) bool {
+	for _, ok := range FixedRequestMethods {
+		if m == ok {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
