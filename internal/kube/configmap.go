@@ -65,9 +65,12 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 	}
 	if raw, ok := present(data, keyRepeats); ok {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 {
+		switch {
+		case err == nil && n > events.MaxCount:
+			fail(keyRepeats, "want at most %d, got %q", events.MaxCount, raw)
+		case err != nil || n < 0:
 			fail(keyRepeats, "want a non-negative integer, got %q", raw)
-		} else {
+		default:
 			exp.Repeats = n
 		}
 	}
