@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -60,7 +63,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, s.instrument)
+	r.Use(middleware.Recoverer, s.instrument, checkParams)
 	ops.Register(r, g, s.ready)
 	r.Get("/v1/pods", s.listPods)
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
@@ -111,7 +114,7 @@ func (s *Server) ready(ctx context.Context) error {
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
-	uid := chi.URLParam(r, "uid")
+	uid := strings.ToLower(chi.URLParam(r, "uid")) // UIDs are stored in lower case
 	if !events.ValidUID(uid) {
 		problem(w, http.StatusBadRequest, "Malformed pod UID", fmt.Sprintf("%q is not a Kubernetes UID (8-4-4-4-12 hex digits)", uid))
 		return
@@ -196,6 +199,56 @@ func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"experiment": name, "run": run, "min_gap_seconds": minGap.Seconds(), "arms": arms})
+}
+
+// Bounds of what a request may carry in its path and query (checkParams).
+const (
+	MaxPathBytes  = 4096
+	MaxParamBytes = 1024
+)
+
+// checkParams answers 400 for a path or query parameter no handler can use: not valid UTF-8,
+// holding a NUL (Postgres text cannot, and the query would fail with a 500), beyond
+// MaxPathBytes or MaxParamBytes, or a query string that does not parse. It guards the web UI
+// mounted on the same router too.
+func checkParams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := badText(r.URL.Path, MaxPathBytes); why != "" {
+			problem(w, http.StatusBadRequest, "Bad path", "the path "+why)
+			return
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad query string", fmt.Sprintf("the query string does not parse: %v", err))
+			return
+		}
+		for k, vs := range q {
+			if why := badText(k, MaxParamBytes); why != "" {
+				problem(w, http.StatusBadRequest, "Bad query parameter", fmt.Sprintf("a parameter name %s", why))
+				return
+			}
+			for _, v := range vs {
+				if why := badText(v, MaxParamBytes); why != "" {
+					problem(w, http.StatusBadRequest, "Bad query parameter", fmt.Sprintf("parameter %q %s", k, why))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// badText says what is wrong with a path or parameter s, "" when nothing is.
+func badText(s string, limit int) string {
+	switch {
+	case len(s) > limit:
+		return fmt.Sprintf("is longer than %d bytes", limit)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.ContainsRune(s, 0):
+		return "holds a NUL byte"
+	}
+	return ""
 }
 
 func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
