@@ -63,7 +63,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, s.instrument, checkParams)
+	r.Use(middleware.Recoverer, s.instrument, checkParams, limitBody)
 	ops.Register(r, g, s.ready)
 	r.Get("/v1/pods", s.listPods)
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
@@ -168,12 +168,12 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dl, err := s.db.DeadLetters(r.Context(), limit)
+	page, err := s.db.DeadLetterPage(r.Context(), limit, store.DeadLetterRawBytes, store.DeadLetterPageBytes)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, map[string]any{"dead_letters": dl})
+	writeJSON(w, page)
 }
 
 // parseLimit reads ?limit=, answering 400 itself when it is bad.
@@ -201,11 +201,42 @@ func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"experiment": name, "run": run, "min_gap_seconds": minGap.Seconds(), "arms": arms})
 }
 
-// Bounds of what a request may carry in its path and query (checkParams).
+// Bounds of what a request may carry in its path and query (checkParams) and body (limitBody).
 const (
 	MaxPathBytes  = 4096
 	MaxParamBytes = 1024
+	MaxBodyBytes  = 1 << 20
 )
+
+// limitBody caps every request body at MaxBodyBytes: a declared length beyond is refused at
+// once, and reading past it fails with *http.MaxBytesError, which handlers answer with 413
+// (tooLarge).
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			tooLarge(w)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tooLarge answers 413 for a body beyond MaxBodyBytes.
+func tooLarge(w http.ResponseWriter) {
+	problem(w, http.StatusRequestEntityTooLarge, "Content Too Large", fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes))
+}
+
+// bodyError answers a body that could not be decoded: 413 when it was too large, else 400
+// with title and the decoder's reason.
+func bodyError(w http.ResponseWriter, err error, title, detail string) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		tooLarge(w)
+		return
+	}
+	problem(w, http.StatusBadRequest, title, detail)
+}
 
 // checkParams answers 400 for a path or query parameter no handler can use: not valid UTF-8,
 // holding a NUL (Postgres text cannot, and the query would fail with a 500), beyond
@@ -264,8 +295,15 @@ func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	return n, true
 }
 
-// internal logs an unexpected error and answers 500 without leaking its text.
+// internal logs an unexpected error and answers 500 without leaking its text; a query the
+// database cancelled for its statement timeout (store.WithStatementTimeout) is a 503.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if store.IsTimeout(err) {
+		s.logger.Warn("query timed out", "method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", "5")
+		problem(w, http.StatusServiceUnavailable, "Query Timed Out", "the query ran longer than the server's statement timeout; narrow it or retry later")
+		return
+	}
 	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	problem(w, http.StatusInternalServerError, "Internal Server Error", "the request failed; see the server log")
 }

@@ -33,8 +33,20 @@ func (e *ValidationError) Error() string {
 // Is makes every ValidationError match ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
+// maxReason bounds a ValidationError's reason: reasons quote values, which may be hostile and
+// long, and end up in logs and dead letters.
+const maxReason = 1024
+
 func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	reason := fmt.Sprintf(format, args...)
+	if len(reason) > maxReason {
+		cut := maxReason
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "…"
+	}
+	return &ValidationError{Field: field, Reason: reason}
 }
 
 // Decode parses and validates one envelope. Times are truncated to the microsecond, the

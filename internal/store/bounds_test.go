@@ -101,3 +101,35 @@ func TestUpperCaseUIDIsTheSamePod(t *testing.T) {
 		t.Errorf("FailedScheduling = %d, want 5 (both spellings)", tl.Counts.FailedScheduling)
 	}
 }
+
+// A page of dead letters keeps within its budgets: each raw cut, and no more letters once
+// the raws add up to the page's; the response says what it left out.
+func TestDeadLetterPageWithinBudget(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	var dead []store.DeadLetter
+	for i := range 5 {
+		dead = append(dead, store.DeadLetter{Stream: "SCHEDLENS", Seq: uint64(i + 1), Subject: "schedlens.v1.lab.pod_status",
+			Raw: []byte(strings.Repeat(string(rune('a'+i)), 100)), Error: "invalid envelope: " + strings.Repeat("e", 50)})
+	}
+	if _, err := db.Ingest(context.Background(), nil, dead); err != nil {
+		t.Fatal(err)
+	}
+	page, err := db.DeadLetterPage(context.Background(), 10, 10, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range page.DeadLetters {
+		got = append(got, fmt.Sprintf("%d %s %d/%v %d", d.StreamSeq, d.Raw, d.RawBytes, d.RawTruncated, len(d.Error)))
+	}
+	want := []string{"5 eeeeeeeeee 100/true 10", "4 dddddddddd 100/true 10"}
+	if diff := cmp.Diff(want, got); diff != "" || !page.Truncated || page.Omitted != 3 {
+		t.Errorf("page (-want +got):\n%s\ntruncated %v, omitted %d; want true, 3", diff, page.Truncated, page.Omitted)
+	}
+	// Within the default budgets nothing is cut.
+	all, err := db.DeadLetterPage(context.Background(), 10, store.DeadLetterRawBytes, store.DeadLetterPageBytes)
+	if err != nil || len(all.DeadLetters) != 5 || all.Truncated || all.Omitted != 0 || all.DeadLetters[0].Raw != strings.Repeat("e", 100) {
+		t.Errorf("default page: %d letters, truncated %v, omitted %d, err %v", len(all.DeadLetters), all.Truncated, all.Omitted, err)
+	}
+}

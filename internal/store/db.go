@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -29,6 +32,8 @@ type DB struct {
 	logger *slog.Logger
 	keys   events.LabelKeys
 	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
+
+	statementTimeout time.Duration
 }
 
 // Option configures a DB.
@@ -42,20 +47,37 @@ func WithLabelKeys(k events.LabelKeys) Option { return func(db *DB) { db.keys = 
 // read time: no rebuild is needed to change it.
 func WithIdleThreshold(pct float64) Option { return func(db *DB) { db.idle = pct } }
 
+// WithStatementTimeout bounds every statement on the DB's connections: Postgres cancels one
+// running longer (SQLSTATE 57014, IsTimeout). It is set as the statement_timeout run-time
+// parameter of each connection, so it holds for every query without a round trip per
+// request; the api opens its read pool with it, the correlator (whose migrations and rebuilds
+// may run long) without. Zero leaves the server's setting.
+func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.statementTimeout = d } }
+
+// IsTimeout reports whether err is a statement cancelled by WithStatementTimeout.
+func IsTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
 // Open connects to Postgres at url. It does not migrate: call Migrate.
 func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	db := &DB{logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
+	for _, o := range opts {
+		o(db)
+	}
+	if db.statementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(db.statementTimeout.Milliseconds(), 1), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	db := &DB{pool: pool, logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
-	for _, o := range opts {
-		o(db)
-	}
+	db.pool = pool
 	return db, nil
 }
 
