@@ -16,6 +16,9 @@ type Server struct {
 	t    testing.TB
 	opts server.Options
 	srv  *server.Server
+
+	conf      string            // the configuration file of StartWithRoles, re-read on Restart
+	passwords map[string]string // role → password, with StartWithRoles
 }
 
 // Start runs a server on a free loopback port; it is shut down when the test ends.
@@ -61,6 +64,15 @@ func (s *Server) Restart() {
 func (s *Server) start() {
 	s.t.Helper()
 	opts := s.opts
+	if s.conf != "" {
+		// Accounts belong to one server: read them afresh for each.
+		o, err := server.ProcessConfigFile(s.conf)
+		if err != nil {
+			s.t.Fatalf("read nats-server configuration: %v", err)
+		}
+		o.NoLog, o.NoSigs = true, true
+		opts = *o
+	}
 	srv, err := server.NewServer(&opts)
 	if err != nil {
 		s.t.Fatalf("start nats-server: %v", err)
