@@ -137,7 +137,7 @@ func parseList(raw string) ([]any, error) {
 	if err != nil && strings.ContainsAny(raw[:1], "[{-") {
 		return nil, err // meant as YAML or JSON, but broken: do not read it as names
 	}
-	var out []any
+	out := []any{} // "," is an empty list, not null on the wire (found by FuzzExperimentOf)
 	for _, item := range strings.Split(raw, ",") {
 		if item = strings.TrimSpace(item); item != "" {
 			out = append(out, item)
