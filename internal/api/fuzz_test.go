@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
@@ -55,9 +56,8 @@ func query(kv ...string) string {
 	return v.Encode()
 }
 
-// FuzzQuery: whatever a client puts in a query parameter, a cursor or a path segment, the API
-// answers 2xx or 4xx (a 4xx as problem+json) against the real database — never a 500.
-func FuzzQuery(f *testing.F) {
+// fuzzAPI is the api over a database of its own holding the generated day20 experiment.
+func fuzzAPI(f *testing.F) (http.Handler, []*events.Envelope) {
 	db, err := store.Open(context.Background(), pgtest.URL(f), slog.New(slog.DiscardHandler))
 	if err != nil {
 		f.Fatal(err)
@@ -72,6 +72,60 @@ func FuzzQuery(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	return h, envs
+}
+
+// checkAnswer fails on a 5xx, or a 4xx that is not problem+json.
+func checkAnswer(t *testing.T, req string, rec *httptest.ResponseRecorder) {
+	switch {
+	case rec.Code >= 500:
+		t.Fatalf("%s: %d %s", req, rec.Code, rec.Body.String())
+	case rec.Code >= 400 && rec.Header().Get("Content-Type") != "application/problem+json":
+		t.Fatalf("%s: %d with Content-Type %q", req, rec.Code, rec.Header().Get("Content-Type"))
+	}
+}
+
+// FuzzBody: whatever a client sends as a definition (PUT /v1/experiments/{name}) or a lookup
+// (POST /v1/requests/lookup), the answer is 2xx or a 4xx problem — never a 500.
+func FuzzBody(f *testing.F) {
+	h, envs := fuzzAPI(f)
+	var reqID string
+	for _, env := range envs {
+		if env.Kind == events.KindRequest {
+			reqID = env.ID
+			break
+		}
+	}
+	for _, seed := range []struct {
+		lookup     bool
+		name, body string
+	}{
+		{false, "day20", `{"name":"day20","change":"priority","metrics":["pending"],"repeats":3,"baseline":"control","arms":["control","priority"],"thresholds":{"p95_latency_ms":800},"margins":{"pending":"10%"},"alpha":0.05}`},
+		{false, "x", `{"repeats":-1}`}, {false, "x", `{"alpha":2}`}, {false, "x", `{"name":"y"}`}, {false, "x", `{"change":"a\u0000b"}`},
+		{false, "x", `{"fixed":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`}, {false, "x", `{"repeats":1e10}`}, {false, "x", `[]`},
+		{true, "", `{"ids":["` + reqID + `"]}`}, {true, "", `{"ids":["a\u0000"]}`}, {true, "", `{"ids":["\ud800"]}`}, {true, "", `{"ids":[1]}`},
+	} {
+		f.Add(seed.lookup, seed.name, seed.body)
+	}
+	f.Fuzz(func(t *testing.T, lookup bool, name, body string) {
+		method, target := http.MethodPut, "/v1/experiments/"+url.PathEscape(name)
+		if lookup {
+			method, target = http.MethodPost, "/v1/requests/lookup"
+		}
+		req, err := http.NewRequest(method, target, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		checkAnswer(t, method+" "+target+" "+body, rec)
+	})
+}
+
+// FuzzQuery: whatever a client puts in a query parameter, a cursor or a path segment, the API
+// answers 2xx or 4xx (a 4xx as problem+json) against the real database — never a 500.
+func FuzzQuery(f *testing.F) {
+	h, envs := fuzzAPI(f)
 	cursor := func(path, field string) string {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -99,11 +153,6 @@ func FuzzQuery(f *testing.F) {
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		switch {
-		case rec.Code >= 500:
-			t.Fatalf("GET %s: %d %s", target, rec.Code, rec.Body.String())
-		case rec.Code >= 400 && rec.Header().Get("Content-Type") != "application/problem+json":
-			t.Fatalf("GET %s: %d with Content-Type %q", target, rec.Code, rec.Header().Get("Content-Type"))
-		}
+		checkAnswer(t, "GET "+target, rec)
 	})
 }
