@@ -3,6 +3,8 @@ package natstest_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +217,17 @@ func TestRolesSurviveARestart(t *testing.T) {
 	collector := connect(t, srv, natstest.RoleCollector)
 	if res, err := bus.PublishAll(context.Background(), collector.js, eventgen.Generate(eventgen.Default())[:3]); err != nil || res.Published != 3 {
 		t.Errorf("publish after a restart: %+v, %v", res, err)
+	}
+}
+
+// docs/security.md shows the configuration StartWithRoles runs.
+func TestSecurityDocShowsTheRoles(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := natstest.RolesConfig(consumer, map[string]string{natstest.RoleAdmin: "…", natstest.RoleCollector: "…", natstest.RoleCorrelator: "…"})
+	if !strings.Contains(string(doc), "```\n"+conf+"```") {
+		t.Errorf("docs/security.md does not show the configuration of the roles:\n%s", conf)
 	}
 }
