@@ -50,7 +50,7 @@ func do(t *testing.T, method, url, body string, chunked bool) (*http.Response, p
 		t.Fatal(err)
 	}
 	if chunked {
-		req.ContentLength = -1 // no declared length: the limit is found while reading
+		req.ContentLength = -1                           // no declared length: the limit is found while reading
 		req.Body = io.NopCloser(struct{ io.Reader }{rd}) // hides the length from the client
 	}
 	resp, err := http.DefaultClient.Do(req)

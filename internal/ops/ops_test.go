@@ -25,7 +25,9 @@ func serve(t *testing.T, h http.Handler, to ops.Timeouts) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	bound := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- ops.Serve(ctx, "127.0.0.1:0", h, slog.New(slog.DiscardHandler), bound, ops.WithTimeouts(to)) }()
+	go func() {
+		done <- ops.Serve(ctx, "127.0.0.1:0", h, slog.New(slog.DiscardHandler), bound, ops.WithTimeouts(to))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
