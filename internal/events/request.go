@@ -136,8 +136,11 @@ func parsePath(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q holds a fragment or a backslash", s)
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c == 0x7f {
+		switch c := s[i]; {
+		case c <= ' ' || c == 0x7f:
 			return nil, fmt.Errorf("%q holds a space or a control character", s)
+		case c > 0x7f:
+			return nil, fmt.Errorf("%q holds a byte beyond ASCII (percent-encode it)", s)
 		}
 	}
 	u, err := url.ParseRequestURI(s)
@@ -146,6 +149,9 @@ func parsePath(s string) (*url.URL, error) {
 	}
 	if u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
 		return nil, fmt.Errorf("%q is not an absolute path", s)
+	}
+	if strings.HasPrefix(u.Path, "//") || strings.HasPrefix(u.EscapedPath(), "//") {
+		return nil, fmt.Errorf("%q names a host once decoded", s) // "/%2F…"
 	}
 	return u, nil
 }
