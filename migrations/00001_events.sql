@@ -84,34 +84,9 @@ CREATE FUNCTION clamp_up(t timestamptz, prev timestamptz) RETURNS timestamptz
     LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN t < prev AND prev < t + interval '1 second' THEN prev ELSE t END $$;
 
--- The derived timeline of every pod. Mirrors align.Derive; a test keeps the two in step.
-CREATE VIEW pod_timeline AS
-SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
-       p.first_seen, p.last_seen,
-       COALESCE(p.scheduled_event_node, p.status_node) AS node,
-       p.created_at AS created,
-       p.first_unschedulable_at AS first_unschedulable,
-       s.scheduled, r.running, rd.ready,
-       p.first_success_at AS first_success,
-       p.ended_at AS ended,
-       CASE WHEN p.ended_at IS NOT NULL
-            THEN (ARRAY['deleted_unobserved','deleted','succeeded','failed','evicted','preempted'])[p.end_rank]
-       END AS ended_reason,
-       p.preempted_by,
-       COALESCE(p.ended_at, p.last_seen) AS observed_until,
-       (SELECT COALESCE(sum(se.max_count), 0) FROM pod_event_series se
-         WHERE se.pod_uid = p.uid AND se.reason = 'FailedScheduling')::int AS failed_scheduling,
-       p.restarts, p.requests, p.request_errors
-FROM pods p
-CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at, clamp_up(p.scheduled_cond_at, GREATEST(p.created_at, p.first_unschedulable_at))) AS scheduled) s
-CROSS JOIN LATERAL (SELECT CASE WHEN p.running_started_at IS NULL THEN p.running_observed_at
-                           ELSE LEAST(clamp_up(p.running_started_at, GREATEST(p.created_at, s.scheduled)), p.running_observed_at)
-                           END AS running) r
-CROSS JOIN LATERAL (SELECT CASE WHEN p.ready_cond_at IS NULL THEN p.ready_observed_at
-                           ELSE LEAST(clamp_up(p.ready_cond_at, GREATEST(p.created_at, s.scheduled, r.running)), p.ready_observed_at)
-                           END AS ready) rd;
 
 -- +goose Down
-DROP VIEW pod_timeline;
+-- pod_timeline (migrations/views) reads these tables.
+DROP VIEW IF EXISTS pod_timeline;
 DROP FUNCTION clamp_up;
 DROP TABLE kind_counts, pod_event_series, pods, dead_letters, events;

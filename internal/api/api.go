@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -66,7 +67,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 		return nil, err
 	}
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, s.instrument)
+	r.Use(middleware.Recoverer, s.instrument, checkParams, limitBody)
 	ops.Register(r, g, s.ready)
 	r.Get("/v1/pods", s.listPods)
 	r.Get("/v1/pods/{uid}/timeline", s.timeline)
@@ -118,7 +119,7 @@ func (s *Server) ready(ctx context.Context) error {
 }
 
 func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
-	uid := chi.URLParam(r, "uid")
+	uid := strings.ToLower(chi.URLParam(r, "uid")) // UIDs are stored in lower case
 	if !events.ValidUID(uid) {
 		problem(w, http.StatusBadRequest, "Malformed pod UID", fmt.Sprintf("%q is not a Kubernetes UID (8-4-4-4-12 hex digits)", uid))
 		return
@@ -172,12 +173,12 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dl, err := s.db.DeadLetters(r.Context(), limit)
+	page, err := s.db.DeadLetterPage(r.Context(), limit, store.DeadLetterRawBytes, store.DeadLetterPageBytes)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, map[string]any{"dead_letters": dl})
+	writeJSON(w, page)
 }
 
 // interruptions serves the service interruptions of every arm of an experiment run.
@@ -218,8 +219,15 @@ func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	return n, true
 }
 
-// internal logs an unexpected error and answers 500 without leaking its text.
+// internal logs an unexpected error and answers 500 without leaking its text; a query the
+// database cancelled for its statement timeout (store.WithStatementTimeout) is a 503.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if store.IsTimeout(err) {
+		s.logger.Warn("query timed out", "method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", "5")
+		problem(w, http.StatusServiceUnavailable, "Query Timed Out", "the query ran longer than the server's statement timeout; narrow it or retry later")
+		return
+	}
 	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	problem(w, http.StatusInternalServerError, "Internal Server Error", "the request failed; see the server log")
 }

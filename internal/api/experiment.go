@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -44,9 +43,9 @@ func (s *Server) experiment(w http.ResponseWriter, r *http.Request) {
 func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	var def events.Experiment
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec := json.NewDecoder(r.Body) // limitBody caps it
 	if err := dec.Decode(&def); err != nil {
-		problem(w, http.StatusBadRequest, "Bad experiment definition", err.Error())
+		bodyError(w, err, "Bad experiment definition", err.Error())
 		return
 	}
 	if def.Name == "" {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -25,15 +25,21 @@ type LookupResponse struct {
 // a POST only because a thousand ids do not fit in a URL; it changes nothing.
 func (s *Server) lookupRequests(w http.ResponseWriter, r *http.Request) {
 	var body LookupRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec := json.NewDecoder(r.Body) // limitBody caps it
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		problem(w, http.StatusBadRequest, "Bad lookup", fmt.Sprintf(`want {"ids": ["…"]}: %v`, err))
+		bodyError(w, err, "Bad lookup", fmt.Sprintf(`want {"ids": ["…"]}: %v`, err))
 		return
 	}
 	if n := len(body.IDs); n == 0 || n > store.MaxLookup {
 		problem(w, http.StatusBadRequest, "Bad lookup", fmt.Sprintf("ids must hold 1 to %d ids, got %d", store.MaxLookup, n))
 		return
+	}
+	for i, id := range body.IDs {
+		if why := badText(id, events.MaxIDLen); why != "" {
+			problem(w, http.StatusBadRequest, "Bad lookup", fmt.Sprintf("ids[%d] cannot be an envelope id: it %s", i, why))
+			return
+		}
 	}
 	states, err := s.db.RequestStates(r.Context(), body.IDs)
 	if err != nil {

@@ -130,8 +130,12 @@ func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
 		return
 	}
 	exp := kube.ExperimentOf(cm, c.cfg.Labels)
+	req, err := prober.RequestOf(&exp, c.cfg.Probe.Default)
+	if err != nil {
+		c.logger.Warn("the experiment's fixed request cannot be sent safely: its pods are not probed", "experiment", exp.Name, "configmap", cm.Namespace+"/"+cm.Name, "error", err)
+	}
 	c.mu.Lock()
-	c.requests[exp.Name] = prober.RequestOf(&exp, c.cfg.Probe.Default)
+	c.requests[exp.Name] = req
 	c.mu.Unlock()
 	env, err := kube.ExperimentEnvelope(cm, c.meta(sw))
 	if err != nil {

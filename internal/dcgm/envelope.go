@@ -3,7 +3,6 @@ package dcgm
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -101,11 +100,7 @@ func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.
 	if period > 0 {
 		payload.PeriodS = period.Seconds()
 	}
-	data, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("encode gpu %s (%s) sample: %w", s.GPU, s.UUID, err)
-	}
-	return &events.Envelope{
+	env := &events.Envelope{
 		V:          events.Version,
 		ID:         sampleID(s, node, at),
 		Kind:       events.KindGPUSample,
@@ -115,9 +110,19 @@ func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.
 		ObservedAt: observed,
 		Pod:        resolve(s.Pod, res),
 		Node:       node,
-		Data:       data,
 		Payload:    payload,
-	}, nil
+	}
+	// Encoded and decoded again, as the collector's other envelopes are: what the correlator
+	// would dead-letter (a hostname beyond the codec's bounds, say) is an error here.
+	b, err := events.Encode(env)
+	if err != nil {
+		return nil, fmt.Errorf("encode gpu %s (%s) sample: %w", s.GPU, s.UUID, err)
+	}
+	decoded, err := events.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("gpu %s (%s) on node %s: %w", s.GPU, s.UUID, node, err)
+	}
+	return decoded, nil
 }
 
 // sampleID is the envelope id of a sample scraped at `at` (see Envelopes).

@@ -133,8 +133,12 @@ func TestEnvelopeFields(t *testing.T) {
 		Data:       data,
 		Payload:    payload,
 	}}
-	if diff := cmp.Diff(want, envs); diff != "" {
+	// Raw is the encoded envelope the codec read back (Envelopes returns what the wire carries).
+	if diff := cmp.Diff(want, envs, cmpopts.IgnoreFields(events.Envelope{}, "Raw")); diff != "" {
 		t.Errorf("envelope (-want +got):\n%s", diff)
+	}
+	if again, err := events.Decode(envs[0].Raw); err != nil || again.ID != want[0].ID {
+		t.Errorf("Raw does not decode to the envelope: %v", err)
 	}
 	if envs[0].Payload.(*events.GPUSample).Metrics["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] != 0.73125 {
 		t.Errorf("payload metrics: %v", envs[0].Payload.(*events.GPUSample).Metrics)

@@ -137,6 +137,11 @@ func group(all []series) []Sample {
 		if k.gpu == "" && k.uuid == "" {
 			continue
 		}
+		if k.pod == "" {
+			// No pod: a namespace or container label alone names nothing (the GPU is idle),
+			// and would split one GPU into samples that sort and are identified alike.
+			k.namespace, k.container = "", ""
+		}
 		smp := byKey[k]
 		if smp == nil {
 			smp = &Sample{

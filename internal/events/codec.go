@@ -33,16 +33,37 @@ func (e *ValidationError) Error() string {
 // Is makes every ValidationError match ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
+// maxReason bounds a ValidationError's reason: reasons quote values, which may be hostile and
+// long, and end up in logs and dead letters.
+const maxReason = 1024
+
 func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	reason := fmt.Sprintf(format, args...)
+	if len(reason) > maxReason {
+		cut := maxReason
+		for cut > 0 && !utf8.RuneStart(reason[cut]) {
+			cut--
+		}
+		reason = reason[:cut] + "…"
+	}
+	return &ValidationError{Field: field, Reason: reason}
 }
 
 // Decode parses and validates one envelope. Times are truncated to the microsecond, the
-// precision Postgres keeps, so a decoded envelope and its stored copy compare equal.
-func Decode(b []byte) (*Envelope, error) {
+// precision Postgres keeps, so a decoded envelope and its stored copy compare equal. It also
+// enforces the bounds of bounds.go (times within a window of the receive time, the clock of
+// WithClock; lengths; integer ranges) and lower-cases pod UIDs.
+func Decode(b []byte, opts ...DecodeOption) (*Envelope, error) {
+	o := decodeOptions{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, invalid("", "empty message")
+	}
+	if len(b) > MaxEnvelopeBytes {
+		return nil, invalid("", "larger than %d bytes (%d)", MaxEnvelopeBytes, len(b))
 	}
 	if !utf8.Valid(b) {
 		return nil, invalid("", "not valid UTF-8")
@@ -58,11 +79,22 @@ func Decode(b []byte) (*Envelope, error) {
 	if err := env.validate(); err != nil {
 		return nil, err
 	}
+	now := o.now()
+	if err := env.checkNames(); err != nil {
+		return nil, err
+	}
+	if err := env.checkTimes(now); err != nil {
+		return nil, err
+	}
 	payload, err := decodePayload(env.Kind, env.Data)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkData(payload, now); err != nil {
+		return nil, err
+	}
 	env.Payload = payload
+	env.normaliseUIDs()
 	if r, ok := payload.(*Request); ok && env.Pod == nil && r.PodIP == "" {
 		return nil, invalid("pod", "a request names no pod and no data.pod_ip")
 	}

@@ -48,13 +48,19 @@ type Workload struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// FixedRequest is the experiment's fixed representative request.
+// FixedRequest is the experiment's fixed representative request (fixed.request of its
+// definition): what the prober sends to each of the experiment's pods, on the pod's own IP
+// (FixedRequestOf checks it; URL builds its target).
 type FixedRequest struct {
-	Method string                     `json:"method,omitempty"`
-	Port   int                        `json:"port,omitempty"` // also read from a string ("8000"), as YAML may give it
-	Path   string                     `json:"path,omitempty"`
-	Body   string                     `json:"body,omitempty"`
-	Extra  map[string]json.RawMessage `json:"-"`
+	Method string `json:"method,omitempty"`
+	// Port is 1..65535, also read from a string ("8000"), as YAML may give it; another value
+	// is kept in Extra.
+	Port int `json:"port,omitempty"`
+	// Path is an absolute path with an optional query ("/v1/infer?model=a"), never a URL:
+	// the host is always the pod's.
+	Path  string                     `json:"path,omitempty"`
+	Body  string                     `json:"body,omitempty"`
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // ArmSpec is one arm of a definition: its name and description; placement rules and the like
@@ -143,15 +149,42 @@ func (r *FixedRequest) UnmarshalJSON(b []byte) error {
 	}
 	if raw, ok := extra["port"]; ok {
 		if s, ok := asString(raw); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && validPort(n) {
 				p.Port = n
 				delete(extra, "port")
 			}
 		}
+	} else if p.Port != 0 && !validPort(p.Port) {
+		// A number that is no port does not fit the field either: kept as it came.
+		extra = keep(extra, "port", json.RawMessage(strconv.Itoa(p.Port)))
+		p.Port = 0
+	} else if p.Port == 0 && hasKey(b, "port") {
+		extra = keep(extra, "port", json.RawMessage("0"))
 	}
 	*r = FixedRequest(p)
 	r.Extra = extra
 	return nil
+}
+
+func validPort(n int) bool { return n >= 1 && n <= 65535 }
+
+// keep adds key to extra, making the map when there is none.
+func keep(extra map[string]json.RawMessage, key string, raw json.RawMessage) map[string]json.RawMessage {
+	if extra == nil {
+		extra = map[string]json.RawMessage{}
+	}
+	extra[key] = raw
+	return extra
+}
+
+// hasKey reports whether object b has key.
+func hasKey(b []byte, key string) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return false
+	}
+	_, ok := fields[key]
+	return ok
 }
 
 // MarshalJSON writes the request with its unknown keys.
@@ -245,7 +278,14 @@ func lenient(b []byte, dst any) (map[string]json.RawMessage, error) {
 	extra := map[string]json.RawMessage{}
 	for key, raw := range fields {
 		i, ok := names[key]
-		if !ok || json.Unmarshal(raw, v.Field(i).Addr().Interface()) != nil {
+		if !ok {
+			extra[key] = raw
+			continue
+		}
+		if json.Unmarshal(raw, v.Field(i).Addr().Interface()) != nil {
+			// Kept as it came; the field stays empty (a failed decode may have half-filled it,
+			// and would then be written back in place of the value).
+			v.Field(i).SetZero()
 			extra[key] = raw
 		}
 	}

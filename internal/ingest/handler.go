@@ -38,8 +38,9 @@ type Response struct {
 // publish and answered 200 with a Response, which lists the rejected lines, if any. Errors are
 // application/problem+json (RFC 9457): 400 when the body is empty or every row is bad (the
 // rejected lines in the extension member "rejected"), 405 for other methods, 413 when the body
-// exceeds o.MaxBytes, 415 for other content types, and 503 when publish fails; the 503 says in
-// "published" how many rows were published before the failure. Re-posting a body is safe: the
+// exceeds o.MaxBytes, 415 for other content types, and 503 when publish fails (the 503 says in
+// "published" how many rows were published before the failure) or when o.MaxConcurrent posts
+// are already being served (with Retry-After). Re-posting a body is safe: the
 // envelope ids are derived from the rows, so nothing is stored twice.
 //
 // Handler panics when o cannot produce valid envelopes (no or an invalid Cluster, an invalid
@@ -49,7 +50,17 @@ func Handler(o Options, publish func(context.Context, []*events.Envelope) error)
 	if err != nil {
 		panic("ingest.Handler: " + err.Error())
 	}
+	slots := make(chan struct{}, o.MaxConcurrent)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			problem(w, http.StatusServiceUnavailable, "Too Many Posts", fmt.Sprintf(
+				"%d posts are being served; post again after the time in Retry-After", o.MaxConcurrent), nil)
+			return
+		}
 		serve(w, r, &o, publish)
 	})
 }

@@ -192,3 +192,41 @@ func TestHandlerPanicsWithoutCluster(t *testing.T) {
 	}()
 	ingest.Handler(ingest.Options{}, (&publisher{}).publish)
 }
+
+// Beyond MaxConcurrent posts at once, one more is answered 503 with Retry-After at once (not
+// queued); once a slot is free, posts are served again.
+func TestHandlerConcurrencyLimit(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	o := options()
+	o.MaxConcurrent = 2
+	h := ingest.Handler(o, func(ctx context.Context, envs []*events.Envelope) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	post := func() *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/ingest/requests", strings.NewReader(goodRow(1))))
+		return rec
+	}
+	done := make(chan int, 2)
+	for range 2 {
+		go func() { done <- post().Code }()
+	}
+	<-started
+	<-started // both slots held, inside publish
+	rec := post()
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Errorf("third post: %d %v %s, want 503 problem+json with Retry-After", rec.Code, rec.Header(), rec.Body)
+	}
+	close(release)
+	for range 2 {
+		if code := <-done; code != 200 {
+			t.Errorf("a post within the limit: %d", code)
+		}
+	}
+	if rec := post(); rec.Code != 200 {
+		t.Errorf("a post after the others finished: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -24,6 +24,10 @@ import (
 // DefaultMaxBytes bounds a request body of Handler when Options.MaxBytes is not set.
 const DefaultMaxBytes = 32 << 20
 
+// DefaultMaxConcurrent bounds the posts Handler serves at once when Options.MaxConcurrent is
+// not set.
+const DefaultMaxConcurrent = 4
+
 // maxLine bounds one input line (one row or one vegeta result); a longer line is rejected
 // on its own instead of aborting the whole input.
 const maxLine = 1 << 20
@@ -91,6 +95,10 @@ type Options struct {
 	HostPods map[string]events.PodRef
 	// MaxBytes bounds a body posted to Handler (DefaultMaxBytes when 0 or less).
 	MaxBytes int64
+	// MaxConcurrent bounds the posts Handler serves at once (DefaultMaxConcurrent when 0 or
+	// less); one more is answered 503 with Retry-After at once, not queued: each holds a
+	// parsed body of up to MaxBytes and a publish in flight.
+	MaxConcurrent int
 	// Logger receives the publish failures Handler answers with 503 (discarded when nil).
 	Logger *slog.Logger
 }
@@ -119,6 +127,9 @@ func (o Options) resolve(source string) (Options, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -126,7 +137,7 @@ func (o Options) resolve(source string) (Options, error) {
 		return o, fmt.Errorf("ingest options: %w", err)
 	}
 	probe := func(pod *events.PodRef, ip string) error {
-		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), time.Unix(0, 0), time.Unix(0, 0), pod, &events.Request{PodIP: ip})
+		_, err := o.envelope(idPrefix(vegetaIDPrefix, o.Cluster)+hashID(nil), events.MinTime, events.MinTime, pod, &events.Request{PodIP: ip})
 		return err
 	}
 	if err := probe(nil, "127.0.0.1"); err != nil {

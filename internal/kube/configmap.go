@@ -69,9 +69,12 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 	}
 	if raw, ok := present(data, keyRepeats); ok {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 {
+		switch {
+		case err == nil && n > events.MaxCount:
+			fail(keyRepeats, "want at most %d, got %q", events.MaxCount, raw)
+		case err != nil || n < 0:
 			fail(keyRepeats, "want a non-negative integer, got %q", raw)
-		} else {
+		default:
 			exp.Repeats = n
 		}
 	}
@@ -141,7 +144,7 @@ func parseList(raw string) ([]any, error) {
 	if err != nil && strings.ContainsAny(raw[:1], "[{-") {
 		return nil, err // meant as YAML or JSON, but broken: do not read it as names
 	}
-	var out []any
+	out := []any{} // "," is an empty list, not null on the wire (found by FuzzExperimentOf)
 	for _, item := range strings.Split(raw, ",") {
 		if item = strings.TrimSpace(item); item != "" {
 			out = append(out, item)

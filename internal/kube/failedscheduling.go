@@ -47,9 +47,9 @@ func availableHead(s string) (available, total int, rest string, ok bool) {
 	if m == nil {
 		return 0, 0, "", false
 	}
-	a, errA := strconv.Atoi(m[1])
-	t, errT := strconv.Atoi(m[2])
-	if errA != nil || errT != nil {
+	a, okA := count(m[1])
+	t, okT := count(m[2])
+	if !okA || !okT {
 		return 0, 0, "", false
 	}
 	return a, t, strings.TrimSpace(s[len(m[0]):]), true
@@ -85,7 +85,7 @@ func parseReasons(s string, total int) []events.ReasonCount {
 	var out []events.ReasonCount
 	for i, part := range splitTopLevel(s) {
 		if m := countRE.FindStringSubmatch(part); m != nil {
-			if n, err := strconv.Atoi(m[1]); err == nil {
+			if n, ok := count(m[1]); ok {
 				out = append(out, events.ReasonCount{Reason: m[2], Nodes: n})
 				continue
 			}
@@ -129,10 +129,12 @@ func parsePreemption(clause string) *events.PreemptionAttempt {
 	msg := strings.TrimPrefix(clause, podGroupPrefix)
 	msg = strings.TrimSpace(strings.TrimPrefix(msg, preemptionPrefix))
 	if m := victimsRE.FindStringSubmatch(msg); m != nil {
-		pa.Outcome = events.PreemptionVictimsFound
-		pa.Node = m[1]
-		pa.Victims, _ = strconv.Atoi(m[2])
-		return pa
+		if n, ok := count(m[2]); ok {
+			pa.Outcome = events.PreemptionVictimsFound
+			pa.Node = m[1]
+			pa.Victims = n
+			return pa
+		}
 	}
 	_, total, rest, ok := availableHead(msg)
 	if !ok {
@@ -149,4 +151,14 @@ func parsePreemption(clause string) *events.PreemptionAttempt {
 		pa.Outcome = events.PreemptionNotHelpful
 	}
 	return pa
+}
+
+// count reads a node or victim count of a note: digits, at most events.MaxCount (a number
+// beyond cannot come from the scheduler and would make the envelope invalid).
+func count(s string) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n > events.MaxCount {
+		return 0, false
+	}
+	return n, true
 }

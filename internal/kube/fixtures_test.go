@@ -57,7 +57,7 @@ func readJSON(t testing.TB, name string, v any) {
 	}
 }
 
-func readWatch[T any](t *testing.T, name string) []watchEvent[T] {
+func readWatch[T any](t testing.TB, name string) []watchEvent[T] {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

@@ -114,7 +114,7 @@ func TestNodeEnvelope(t *testing.T) {
 // A node name may be 253 bytes long, which would make the id longer than the codec allows.
 func TestNodeEnvelopeLongName(t *testing.T) {
 	node := nodes(t)["gpu-node-1"].DeepCopy()
-	node.Name = strings.Repeat("gpu-node-with-a-very-long-name.", 8) + "example"
+	node.Name = strings.Repeat("gpu-node-with-a-very-long-name.", 8) + "examp" // 253 bytes
 	env, err := kube.NodeEnvelope(node, true, meta)
 	if err != nil {
 		t.Fatal(err)

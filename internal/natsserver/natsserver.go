@@ -21,11 +21,16 @@ type Options struct {
 	Port int
 	// Configure, when set, adjusts the server's options before it starts (accounts, users).
 	Configure func(*server.Options)
+	// ConfigFile, when set, is a nats-server configuration file the server runs instead (its
+	// listen address, JetStream storage, accounts and users; Dir, Port and Configure are then
+	// not used). It is read afresh at every start: accounts belong to one server.
+	ConfigFile string
 }
 
 // Server is a running in-process nats-server.
 type Server struct {
 	opts    server.Options
+	conf    string
 	tempDir string
 	srv     *server.Server
 }
@@ -33,6 +38,18 @@ type Server struct {
 // Start runs a server and waits until it accepts connections.
 func Start(o Options) (*Server, error) {
 	s := &Server{}
+	if o.ConfigFile != "" {
+		s.conf = o.ConfigFile
+		opts, err := s.fileOptions()
+		if err != nil {
+			return nil, err
+		}
+		s.opts = *opts
+		if err := s.start(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "schedlens-nats-")
 		if err != nil {
@@ -85,8 +102,28 @@ func (s *Server) Close() {
 	}
 }
 
+// Port is the port the server listens on (127.0.0.1).
+func (s *Server) Port() int { return s.opts.Port }
+
+// fileOptions reads the configuration file of Options.ConfigFile.
+func (s *Server) fileOptions() (*server.Options, error) {
+	o, err := server.ProcessConfigFile(s.conf)
+	if err != nil {
+		return nil, fmt.Errorf("read nats-server configuration: %w", err)
+	}
+	o.NoLog, o.NoSigs = true, true
+	return o, nil
+}
+
 func (s *Server) start() error {
 	opts := s.opts
+	if s.conf != "" {
+		o, err := s.fileOptions()
+		if err != nil {
+			return err
+		}
+		opts = *o
+	}
 	srv, err := server.NewServer(&opts)
 	if err != nil {
 		return fmt.Errorf("start nats-server: %w", err)

@@ -12,6 +12,7 @@ import (
 type Server struct {
 	t testing.TB
 	*natsserver.Server
+	passwords map[string]string // role → password, with StartWithRoles
 }
 
 // Start runs a server on a free loopback port; it is shut down when the test ends.

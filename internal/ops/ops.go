@@ -47,15 +47,65 @@ func Handler(g prometheus.Gatherer, ready ReadyFunc) http.Handler {
 	return mux
 }
 
-// Serve runs an HTTP server on addr until ctx ends, then shuts it down gracefully. When bound is
-// not nil it is called with the listening address (useful with port 0) before serving starts.
-func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, bound func(addr string)) error {
+// Timeouts bound what one client may hold of a server: a slow client (a slow-loris sending
+// its headers a byte at a time, a body that never ends, a reader that never reads) is cut off
+// instead of holding a connection and a goroutine forever.
+type Timeouts struct {
+	ReadHeader time.Duration // to read a request's headers
+	Read       time.Duration // to read a whole request, body included
+	Write      time.Duration // from the end of the headers to the end of the response
+	Idle       time.Duration // a keep-alive connection waiting for its next request
+	// MaxHeaderBytes bounds a request's headers (and its URL); beyond, the answer is 431.
+	MaxHeaderBytes int
+}
+
+// DefaultTimeouts suit the schedlens servers: an ingest body of 32 MiB at a few hundred KiB/s
+// within Read, a comparison or a 1,000-pod trace within Write.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Read: time.Minute, Write: 2 * time.Minute, Idle: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// ServeOption changes how Serve serves.
+type ServeOption func(*http.Server)
+
+// WithTimeouts replaces DefaultTimeouts; zero fields keep their defaults.
+func WithTimeouts(t Timeouts) ServeOption {
+	return func(s *http.Server) {
+		set := func(dst *time.Duration, v time.Duration) {
+			if v > 0 {
+				*dst = v
+			}
+		}
+		set(&s.ReadHeaderTimeout, t.ReadHeader)
+		set(&s.ReadTimeout, t.Read)
+		set(&s.WriteTimeout, t.Write)
+		set(&s.IdleTimeout, t.Idle)
+		if t.MaxHeaderBytes > 0 {
+			s.MaxHeaderBytes = t.MaxHeaderBytes
+		}
+	}
+}
+
+// NewServer builds the http.Server Serve runs: h behind DefaultTimeouts, changed by opts.
+func NewServer(h http.Handler, opts ...ServeOption) *http.Server {
+	t := DefaultTimeouts()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write,
+		IdleTimeout: t.Idle, MaxHeaderBytes: t.MaxHeaderBytes}
+	for _, o := range opts {
+		o(srv)
+	}
+	return srv
+}
+
+// Serve runs an HTTP server (NewServer) on addr until ctx ends, then shuts it down
+// gracefully. When bound is not nil it is called with the listening address (useful with port 0).
+func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, bound func(addr string), opts ...ServeOption) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("http listening", "addr", l.Addr().String())
+	srv := NewServer(h, opts...)
+	logger.Info("http listening", "addr", l.Addr().String(), "read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout)
 	if bound != nil {
 		bound(l.Addr().String())
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,13 +21,14 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// Request is the experiment's fixed representative request.
-type Request struct {
-	Method string
-	Port   int
-	Path   string
-	Body   string
-}
+// Request is the experiment's fixed representative request, as its definition gives it
+// (events.FixedRequestOf checks it; its URL is always on the pod's own IP).
+type Request = events.FixedRequest
+
+// Refused stands for the request of an experiment whose fixed.request cannot be sent safely
+// (RequestOf's error): the experiment's pods are not probed rather than probed with another
+// request than the one the experiment named.
+var Refused = &Request{}
 
 // Config shapes the prober. An Interval of zero disables it.
 type Config struct {
@@ -180,17 +180,18 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 		p.m.probesActive.Dec()
 		cur = nil
 	}
-	if !live || cur != nil || p.ctx == nil || p.ctx.Err() != nil {
+	if !live || cur != nil || req == Refused || p.ctx == nil || p.ctx.Err() != nil {
 		return
 	}
 	if req == nil {
 		req = &p.cfg.Default
 	}
-	target := vegeta.Target{
-		Method: req.Method,
-		URL:    "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(req.Port)) + req.Path,
-		Body:   []byte(req.Body),
+	url, err := req.URL(pod.Status.PodIP)
+	if err != nil {
+		p.logger.Warn("not probing the pod", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		return
 	}
+	target := vegeta.Target{Method: req.Method, URL: url, Body: []byte(req.Body)}
 	if req.Body != "" {
 		target.Header = map[string][]string{"Content-Type": {"application/json"}}
 	}
@@ -274,28 +275,13 @@ func errorClass(res *vegeta.Result) string {
 	return "error"
 }
 
-// RequestOf reads the request of an experiment definition (its fixed.request), nil when it
-// names none or names no valid port; def fills what it leaves out.
-func RequestOf(exp *events.Experiment, def Request) *Request {
-	if exp.Fixed == nil || exp.Fixed.Request == nil {
-		return nil
+// RequestOf reads the request of an experiment definition (its fixed.request): nil when it
+// names none, Refused with the reason when it cannot be sent safely; def fills what it leaves
+// out.
+func RequestOf(exp *events.Experiment, def Request) (*Request, error) {
+	req, err := events.FixedRequestOf(exp, def)
+	if err != nil {
+		return Refused, err
 	}
-	r := exp.Fixed.Request
-	req := def
-	if r.Method != "" {
-		req.Method = strings.ToUpper(r.Method)
-	}
-	if r.Path != "" {
-		req.Path = r.Path
-	}
-	if r.Body != "" {
-		req.Body = r.Body
-	}
-	if r.Port != 0 {
-		req.Port = r.Port
-	}
-	if req.Port <= 0 || req.Port > 65535 {
-		return nil
-	}
-	return &req
+	return req, nil
 }

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -30,6 +33,8 @@ type DB struct {
 	logger *slog.Logger
 	keys   events.LabelKeys
 	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
+
+	statementTimeout time.Duration
 }
 
 // Option configures a DB.
@@ -43,20 +48,37 @@ func WithLabelKeys(k events.LabelKeys) Option { return func(db *DB) { db.keys = 
 // read time: no rebuild is needed to change it.
 func WithIdleThreshold(pct float64) Option { return func(db *DB) { db.idle = pct } }
 
+// WithStatementTimeout bounds every statement on the DB's connections: Postgres cancels one
+// running longer (SQLSTATE 57014, IsTimeout). It is set as the statement_timeout run-time
+// parameter of each connection, so it holds for every query without a round trip per
+// request; the api opens its read pool with it, the correlator (whose migrations and rebuilds
+// may run long) without. Zero leaves the server's setting.
+func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.statementTimeout = d } }
+
+// IsTimeout reports whether err is a statement cancelled by WithStatementTimeout.
+func IsTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014"
+}
+
 // Open connects to Postgres at url. It does not migrate: call Migrate.
 func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
+	db := &DB{logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
+	for _, o := range opts {
+		o(db)
+	}
+	if db.statementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(db.statementTimeout.Milliseconds(), 1), 10)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	db := &DB{pool: pool, logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
-	for _, o := range opts {
-		o(db)
-	}
+	db.pool = pool
 	return db, nil
 }
 
@@ -98,7 +120,34 @@ func (db *DB) Migrate(ctx context.Context) error {
 	for _, r := range results {
 		db.logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
 	}
+	if err := db.createViews(ctx); err != nil {
+		return err
+	}
 	return db.syncRules(ctx)
+}
+
+// createViews re-creates the views (migrations.Views) in one transaction, serialised with any
+// other process migrating the same database.
+func (db *DB) createViews(ctx context.Context) error {
+	views, err := migrations.Views()
+	if err != nil {
+		return fmt.Errorf("read the views: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('schedlens views'))`); err != nil {
+			return err
+		}
+		for _, v := range views {
+			if _, err := tx.Exec(ctx, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create the views: %w", err)
+	}
+	return nil
 }
 
 // syncRules writes the timeline rules the SQL reads from Go (align is the reference): the end

@@ -140,7 +140,7 @@ ON CONFLICT (cluster, scope_key, since) DO UPDATE SET live_until = GREATEST(scop
 
 const mergeSeries = `
 INSERT INTO pod_event_series (pod_uid, reason, series_key, max_count)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[]) ORDER BY 1, 2, 3
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) ORDER BY 1, 2, 3
 ON CONFLICT (pod_uid, reason, series_key) DO UPDATE SET max_count = GREATEST(pod_event_series.max_count, excluded.max_count)`
 
 const mergeKindCounts = `
@@ -215,7 +215,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 
 	podRows := make([][]any, 0, len(pods))
 	var sUID, sReason, sKey, scoped []string
-	var sCount []int32
+	var sCount []int64
 	var lUID, gUID []string
 	var lBucket []int32
 	var lCount []int64
@@ -233,7 +233,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 			scoped = append(scoped, f.UID)
 		}
 		for k, n := range f.Series {
-			sUID, sReason, sKey, sCount = append(sUID, f.UID), append(sReason, k.Reason), append(sKey, k.Key), append(sCount, int32(n))
+			sUID, sReason, sKey, sCount = append(sUID, f.UID), append(sReason, k.Reason), append(sKey, k.Key), append(sCount, int64(n))
 		}
 	}
 	if len(podRows) > 0 {
@@ -345,7 +345,7 @@ func podRow(f *align.Facts) []any {
 		nullTime(f.Created), nullTime(f.FirstUnschedulable), nullTime(f.ScheduledEvent), nullString(f.ScheduledEventNode),
 		nullTime(f.ScheduledCond), nullString(f.StatusNode), nullTime(f.RunningStarted), nullTime(f.RunningObserved),
 		nullTime(f.ReadyCond), nullTime(f.ReadyObserved), nullTime(f.FirstSuccess), nullTime(f.EndedAt),
-		int32(f.EndRank), nullString(f.PreemptedBy), int32(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
+		int32(f.EndRank), nullString(f.PreemptedBy), int64(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
 		nullString(f.ScopeKey), nullTime(f.AliveAt), f.GPUFBSeconds, f.GPUFBMax,
 		nullTime(f.CreatedObserved), nullTime(f.ScheduledObserved), int64(f.PreReadyRequests), int64(f.PreReadyErrors),
 	}

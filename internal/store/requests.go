@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -120,6 +121,23 @@ type requestCursor struct {
 	ID string    `json:"i"`
 }
 
+func encodeRequestCursor(c requestCursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeRequestCursor reads a cursor of Unattributed. Its id must be one an envelope could
+// have: text Postgres accepts (valid UTF-8, no NUL) of at most events.MaxIDLen bytes.
+func decodeRequestCursor(s string) (requestCursor, error) {
+	var c requestCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || len(c.ID) > events.MaxIDLen ||
+		!utf8.ValidString(c.ID) || strings.ContainsRune(c.ID, 0) || c.At.IsZero() {
+		return requestCursor{}, ErrBadCursor
+	}
+	return c, nil
+}
+
 // Unattributed returns the waiting results matching f, by when they were sent (then id),
 // limit at a time; after is the NextCursor of the previous page. The cursor stays valid while
 // results arrive and leave.
@@ -142,10 +160,9 @@ func (db *DB) Unattributed(ctx context.Context, f UnattributedFilter, limit int,
 		add("e.source = $%d", f.Source)
 	}
 	if after != "" {
-		var c requestCursor
-		b, err := base64.RawURLEncoding.DecodeString(after)
-		if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || c.At.IsZero() {
-			return UnattributedPage{}, ErrBadCursor
+		c, err := decodeRequestCursor(after)
+		if err != nil {
+			return UnattributedPage{}, err
 		}
 		add("(u.occurred_at, u.event_id) > ($%d, $%d)", c.At, c.ID)
 	}
@@ -179,8 +196,7 @@ func (db *DB) Unattributed(ctx context.Context, f UnattributedFilter, limit int,
 	}
 	if more {
 		last := page.Requests[len(page.Requests)-1]
-		b, _ := json.Marshal(requestCursor{At: last.OccurredAt, ID: last.ID})
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+		page.NextCursor = encodeRequestCursor(requestCursor{At: last.OccurredAt, ID: last.ID})
 	}
 	return page, nil
 }

@@ -57,38 +57,76 @@ func (db *DB) Stats(ctx context.Context) (Stats, error) {
 	return s, nil
 }
 
-// StoredDeadLetter is a dead letter as stored, with when it arrived.
+// StoredDeadLetter is a dead letter as stored, with when it arrived. Raw is cut at the page's
+// raw budget (RawTruncated says so; RawBytes is the stored size).
 type StoredDeadLetter struct {
-	ID         int64     `json:"id"`
-	Stream     string    `json:"stream"`
-	StreamSeq  uint64    `json:"stream_seq"`
-	Subject    string    `json:"subject"`
-	Raw        string    `json:"raw"`
-	Error      string    `json:"error"`
-	ReceivedAt time.Time `json:"received_at"`
+	ID           int64     `json:"id"`
+	Stream       string    `json:"stream"`
+	StreamSeq    uint64    `json:"stream_seq"`
+	Subject      string    `json:"subject"`
+	Raw          string    `json:"raw"`
+	RawBytes     int64     `json:"raw_bytes"`
+	RawTruncated bool      `json:"raw_truncated"`
+	Error        string    `json:"error"`
+	ReceivedAt   time.Time `json:"received_at"`
 }
 
-// DeadLetters returns the newest dead letters first, at most limit.
+// Budgets of a page of dead letters: a poison message may be as large as the stream allows
+// (a MiB or more), and a page of a thousand of them must not be a GiB.
+const (
+	DeadLetterRawBytes  = 64 << 10 // raw bytes kept of each dead letter
+	DeadLetterPageBytes = 4 << 20  // raw bytes of a whole page
+)
+
+// DeadLetterPage is the newest dead letters within a byte budget.
+type DeadLetterPage struct {
+	DeadLetters []StoredDeadLetter `json:"dead_letters"`
+	// Truncated says that raws were cut or letters left out to stay within the budget;
+	// Omitted counts the letters left out (older than the last one listed).
+	Truncated bool `json:"truncated"`
+	Omitted   int  `json:"omitted"`
+}
+
+// DeadLetters returns the newest dead letters first, at most limit, within the default
+// budgets (DeadLetterRawBytes each, DeadLetterPageBytes in all).
 func (db *DB) DeadLetters(ctx context.Context, limit int) ([]StoredDeadLetter, error) {
+	page, err := db.DeadLetterPage(ctx, limit, DeadLetterRawBytes, DeadLetterPageBytes)
+	return page.DeadLetters, err
+}
+
+// DeadLetterPage returns the newest dead letters first, at most limit: each raw cut at
+// rawBytes, and no more letters once their raws add up to pageBytes (the first is always
+// listed). Postgres sends only the bytes kept.
+func (db *DB) DeadLetterPage(ctx context.Context, limit, rawBytes, pageBytes int) (DeadLetterPage, error) {
 	rows, err := db.pool.Query(ctx, `
-		SELECT id, stream, stream_seq, subject, raw, error, received_at
-		FROM dead_letters ORDER BY id DESC LIMIT $1`, limit)
+		SELECT id, stream, stream_seq, subject, substring(raw FROM 1 FOR $2), octet_length(raw),
+		       left(error, $2), received_at
+		FROM dead_letters ORDER BY id DESC LIMIT $1`, limit, rawBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read dead letters: %w", err)
+		return DeadLetterPage{}, fmt.Errorf("read dead letters: %w", err)
 	}
-	out := []StoredDeadLetter{}
+	page := DeadLetterPage{DeadLetters: []StoredDeadLetter{}}
 	var (
-		d   StoredDeadLetter
-		seq int64
-		raw []byte
+		d     StoredDeadLetter
+		seq   int64
+		raw   []byte
+		total int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&d.ID, &d.Stream, &seq, &d.Subject, &raw, &d.Error, &d.ReceivedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&d.ID, &d.Stream, &seq, &d.Subject, &raw, &d.RawBytes, &d.Error, &d.ReceivedAt}, func() error {
+		if len(page.DeadLetters) > 0 && total+len(raw) > pageBytes {
+			page.Truncated = true
+			page.Omitted++
+			return nil
+		}
+		total += len(raw)
 		d.StreamSeq, d.Raw, d.ReceivedAt = uint64(seq), strings.ToValidUTF8(string(raw), "\uFFFD"), d.ReceivedAt.UTC()
-		out = append(out, d)
+		d.RawTruncated = d.RawBytes > int64(len(raw))
+		page.Truncated = page.Truncated || d.RawTruncated
+		page.DeadLetters = append(page.DeadLetters, d)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read dead letters: %w", err)
+		return DeadLetterPage{}, fmt.Errorf("read dead letters: %w", err)
 	}
-	return out, nil
+	return page, nil
 }

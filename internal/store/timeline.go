@@ -27,7 +27,7 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 		firstSeen                     time.Time
 		requests, requestErrs, failed int64
 		preReady, preReadyErrs        int64
-		restarts                      int32
+		restarts                      int64
 	)
 	m := &s.Milestones
 	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
@@ -208,12 +208,15 @@ func encodeCursor(c cursor) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeCursor reads a cursor of ListPods. Its UID must be one (the database compares it as
+// text, and a NUL or invalid UTF-8 would be an error there rather than a bad cursor).
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.UID == "" || c.FirstSeen.IsZero() {
+	if err != nil || json.Unmarshal(b, &c) != nil || !events.ValidUID(c.UID) || c.FirstSeen.IsZero() {
 		return cursor{}, ErrBadCursor
 	}
+	c.UID = strings.ToLower(c.UID)
 	return c, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -285,7 +286,7 @@ func (u *UI) runVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) pod(w http.ResponseWriter, r *http.Request) {
-	uid := chi.URLParam(r, "uid")
+	uid := strings.ToLower(chi.URLParam(r, "uid")) // UIDs are stored in lower case
 	if !events.ValidUID(uid) {
 		u.fail(w, r, http.StatusBadRequest, "Malformed pod UID", fmt.Sprintf("%q is not a Kubernetes UID (8-4-4-4-12 hex digits).", uid))
 		return

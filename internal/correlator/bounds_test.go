@@ -1,0 +1,65 @@
+package correlator_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/events"
+)
+
+// Hostile but well-formed envelopes — a far-future observed_at that would pin a definition
+// forever, an over-long string, a count beyond 32 bits — are dead letters with the bound they
+// break, and the valid envelope beside them is stored.
+func TestOutOfBoundsEnvelopesAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	good := `{"v":1,"id":"%s","kind":"experiment","cluster":"lab","source":"collector/lab-0",
+		"occurred_at":"2026-11-30T04:20:00Z","observed_at":%q,"experiment":{"name":"day20"},
+		"data":{"name":"day20","change":%q,"repeats":%d}}`
+	bad := []struct {
+		name, body, wantErr string
+	}{
+		{"far-future observed_at", fmt.Sprintf(good, "exp-future", "2126-11-30T04:20:00Z", "x", 3),
+			"invalid envelope: observed_at: 2126-11-30T04:20:00Z is more than 1h0m0s ahead of the receive time"},
+		{"over-long string", fmt.Sprintf(good, "exp-long", "2026-11-30T04:20:00Z", strings.Repeat("x", events.MaxStringLen+1), 3),
+			"invalid envelope: data.change: longer than 65536 bytes"},
+		{"count beyond 32 bits", fmt.Sprintf(good, "exp-count", "2026-11-30T04:20:00Z", "x", int64(1)<<31),
+			"invalid envelope: data.repeats: larger than 2147483647"},
+	}
+	for i, b := range bad {
+		msg := &nats.Msg{Subject: "schedlens.v1.lab.experiment", Data: []byte(b.body), Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("bounds-%d", i))
+		if _, err := e.js.PublishMsg(context.Background(), msg); err != nil {
+			t.Fatalf("publish %s: %v", b.name, err)
+		}
+	}
+	valid, err := events.Decode([]byte(fmt.Sprintf(good, "exp-ok", "2026-11-30T04:20:00Z", "priority", 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.publish([]*events.Envelope{valid})
+
+	e.start(testConfig(), prometheus.NewRegistry())
+	e.drained("correlator")
+
+	if st := e.stats(); st.EventsTotal != 1 || st.DeadLettersTotal != int64(len(bad)) {
+		t.Fatalf("events %d, dead letters %d; want 1 and %d", st.EventsTotal, st.DeadLettersTotal, len(bad))
+	}
+	dls, err := e.db.DeadLetters(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(dls, func(i, j int) bool { return dls[i].StreamSeq < dls[j].StreamSeq })
+	for i, b := range bad {
+		if !strings.HasPrefix(dls[i].Error, b.wantErr) {
+			t.Errorf("%s: dead letter error %q, want it to start with %q", b.name, dls[i].Error, b.wantErr)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+-- The derived timeline of every pod: align.Build is the reference, and tests keep the two in
+-- step (the store's TestProjectionAgreesWithAlign, the e2e tests). This is the view's one
+-- definition: it is not versioned; the store re-creates it after the migrations at every
+-- `correlator migrate` (store.DB.Migrate), so a migration that changes a column it reads drops
+-- it first (DROP VIEW IF EXISTS pod_timeline) and never repeats it. The end causes come from
+-- end_reasons (written from align.EndReasons); rank 1 is deleted_unobserved, the end an
+-- inventory proves.
+DROP VIEW IF EXISTS pod_timeline;
+CREATE VIEW pod_timeline AS
+SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
+       p.first_seen, p.last_seen,
+       COALESCE(p.scheduled_event_node, p.status_node) AS node,
+       c.created,
+       p.first_unschedulable_at AS first_unschedulable,
+       s.scheduled, r.running, rd.ready,
+       p.first_success_at AS first_success,
+       COALESCE(p.ended_at, p.unobserved_end_at) AS ended,
+       CASE WHEN p.ended_at IS NOT NULL THEN (SELECT er.reason FROM end_reasons er WHERE er.rank = p.end_rank)
+            WHEN p.unobserved_end_at IS NOT NULL THEN (SELECT er.reason FROM end_reasons er WHERE er.rank = 1)
+       END AS ended_reason,
+       p.preempted_by,
+       CASE WHEN p.ended_at IS NOT NULL THEN p.ended_at
+            ELSE GREATEST(p.last_seen, p.alive_at,
+                          CASE WHEN p.unobserved_end_at IS NULL OR w.live_until < p.unobserved_end_at THEN w.live_until END)
+       END AS observed_until,
+       (SELECT COALESCE(sum(se.max_count), 0) FROM pod_event_series se
+         WHERE se.pod_uid = p.uid AND se.reason = 'FailedScheduling')::bigint AS failed_scheduling,
+       p.restarts, p.requests, p.request_errors, p.pre_ready_requests, p.pre_ready_errors
+FROM pods p
+CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
+                               (SELECT max(sw.live_until) FROM scope_watches sw
+                                WHERE sw.cluster = p.cluster AND sw.scope_key = p.scope_key AND sw.since <= p.alive_at)
+                           END AS live_until) w
+CROSS JOIN LATERAL (SELECT seen_live(p.created_at, LEAST(p.created_observed_at, p.scheduled_event_at, p.first_unschedulable_at)) AS created) c
+CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at,
+                                    clamp_up(seen_live(p.scheduled_cond_at, p.scheduled_observed_at), GREATEST(c.created, p.first_unschedulable_at))) AS scheduled) s
+CROSS JOIN LATERAL (SELECT CASE WHEN p.running_started_at IS NULL THEN p.running_observed_at
+                           ELSE LEAST(clamp_up(seen_live(p.running_started_at, p.running_observed_at), GREATEST(c.created, s.scheduled)), p.running_observed_at)
+                           END AS running) r
+CROSS JOIN LATERAL (SELECT CASE WHEN p.ready_cond_at IS NULL THEN p.ready_observed_at
+                           ELSE LEAST(clamp_up(seen_live(p.ready_cond_at, p.ready_observed_at), GREATEST(c.created, s.scheduled, r.running)), p.ready_observed_at)
+                           END AS ready) rd;
