@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/events"
@@ -257,29 +258,14 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
 	m := &metrics{
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "schedlens_collector_published_total",
-			Help: "Envelopes acknowledged by JetStream as new, by kind.",
-		}, []string{"kind"}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_duplicates_total",
-			Help: "Envelopes JetStream already held (same id within its duplicate window): relists, restarts, re-published state.",
-		}),
-		publishFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_publish_failures_total",
-			Help: "Publish attempts that failed and were retried.",
-		}),
-		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_collector_buffered",
-			Help: "Envelopes waiting for JetStream: buffered or being retried.",
-		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_buffer_overflows_total",
-			Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages.",
-		}),
+		published:       f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_published_total", Help: "Envelopes acknowledged by JetStream as new, by kind."}, []string{"kind"}),
+		duplicates:      f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_duplicates_total", Help: "Envelopes JetStream already held (same id within its duplicate window): relists, restarts, re-published state."}),
+		publishFailures: f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_publish_failures_total", Help: "Publish attempts that failed and were retried."}),
+		buffered:        f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_buffered", Help: "Envelopes waiting for JetStream: buffered or being retried."}),
+		dropped:         f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_buffer_overflows_total", Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages."}),
 	}
-	reg.MustRegister(m.published, m.duplicates, m.publishFailures, m.buffered, m.dropped)
 	for _, k := range events.Kinds {
 		m.published.WithLabelValues(string(k))
 	}
