@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -105,7 +106,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.m.publishFailures.Inc()
 		p.logger.Warn("stream not ready; retrying", "error", err)
-		if !sleep(ctx, p.cfg.RetryMax) {
+		if !clock.Sleep(ctx, p.cfg.RetryMax) {
 			return nil
 		}
 	}
@@ -127,7 +128,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.dirty.Store(true)
 		batch = append(batch[:0], failed...)
-		if !sleep(ctx, delay) {
+		if !clock.Sleep(ctx, delay) {
 			return p.drain(batch...)
 		}
 		delay = min(2*delay, p.cfg.RetryMax)
@@ -229,23 +230,11 @@ func (p *Publisher) drain(batch ...*events.Envelope) error {
 			return nil
 		}
 		batch = p.send(ctx, batch)
-		if ctx.Err() != nil || (len(batch) > 0 && !sleep(ctx, p.cfg.RetryMin)) {
+		if ctx.Err() != nil || (len(batch) > 0 && !clock.Sleep(ctx, p.cfg.RetryMin)) {
 			left := len(batch) + len(p.buf)
 			p.logger.Warn("shutting down with envelopes not acknowledged; they are re-published from the cluster state on the next start", "left", left)
 			return nil
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/kubelet"
 )
@@ -345,7 +346,7 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 		return err
 	}
 	report("holding", len(names)-len(unready), len(names), unready)
-	if !sleep(ctx, r.Hold) {
+	if !clock.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("cleaning", len(names)-len(unready), len(names), unready)
@@ -384,7 +385,7 @@ func (r *Runner) waitReady(ctx context.Context, names []string, timeout time.Dur
 		if len(unready) == 0 || time.Now().After(deadline) {
 			return unready, nil
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
@@ -412,17 +413,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // evict asks the API server to evict a pod (policy/v1), as kubectl drain does.
