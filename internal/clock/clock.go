@@ -19,3 +19,16 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Until calls ok every interval until it returns true, and reports whether it did before d
+// passed: false when d passed first. It calls ok at least once.
+func Until(d, every time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(every)
+	}
+	return true
+}

@@ -18,3 +18,16 @@ func TestSleep(t *testing.T) {
 		t.Error("Sleep with an ended context = true, want false")
 	}
 }
+
+func TestUntil(t *testing.T) {
+	calls := 0
+	if !clock.Until(time.Minute, time.Millisecond, func() bool { calls++; return calls == 3 }) {
+		t.Error("Until of a condition that comes to hold = false, want true")
+	}
+	if calls != 3 {
+		t.Errorf("ok called %d times, want 3 (until it held)", calls)
+	}
+	if clock.Until(0, time.Millisecond, func() bool { return false }) {
+		t.Error("Until of a condition that never holds = true, want false")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/lab/endpoints"
 	"github.com/schedlens/schedlens/lab/sim"
 )
@@ -146,11 +147,7 @@ func refused(addr string) bool {
 // eventually polls cond until it holds or 5s have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !clock.Until(5*time.Second, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
