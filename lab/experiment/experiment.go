@@ -321,24 +321,18 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	var all []string
 	background, pods := d.Pods(arm, r.Namespace, run)
 	if len(background) > 0 {
-		var names []string
-		for _, p := range background {
-			if err := r.create(ctx, p); err != nil {
-				return err
-			}
-			names = append(names, p.Name)
+		names, err := r.createAll(ctx, background)
+		if err != nil {
+			return err
 		}
 		all = append(all, names...)
 		if _, err := r.waitReady(ctx, names, r.Timeout, nil); err != nil {
 			return err
 		}
 	}
-	var names []string
-	for _, p := range pods {
-		if err := r.create(ctx, p); err != nil {
-			return err
-		}
-		names = append(names, p.Name)
+	names, err := r.createAll(ctx, pods)
+	if err != nil {
+		return err
 	}
 	all = append(all, names...)
 	unready, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names), nil) })
@@ -355,6 +349,18 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	}
 	report("done", len(names)-len(unready), len(names), unready)
 	return nil
+}
+
+// createAll creates pods in order and returns their names.
+func (r *Runner) createAll(ctx context.Context, pods []*corev1.Pod) ([]string, error) {
+	var names []string
+	for _, p := range pods {
+		if err := r.create(ctx, p); err != nil {
+			return nil, err
+		}
+		names = append(names, p.Name)
+	}
+	return names, nil
 }
 
 func (r *Runner) create(ctx context.Context, p *corev1.Pod) error {
