@@ -146,6 +146,11 @@ func (p *Publisher) fill(ctx context.Context, batch []*events.Envelope) []*event
 			return batch
 		}
 	}
+	return p.topUp(batch)
+}
+
+// topUp adds buffered envelopes to batch, without waiting, until it holds cfg.Batch.
+func (p *Publisher) topUp(batch []*events.Envelope) []*events.Envelope {
 	for len(batch) < p.cfg.Batch {
 		select {
 		case env := <-p.buf:
@@ -217,15 +222,7 @@ func (p *Publisher) drain(batch ...*events.Envelope) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Drain)
 	defer cancel()
 	for {
-	more:
-		for len(batch) < p.cfg.Batch {
-			select {
-			case env := <-p.buf:
-				batch = append(batch, env)
-			default:
-				break more
-			}
-		}
+		batch = p.topUp(batch)
 		if len(batch) == 0 {
 			return nil
 		}
