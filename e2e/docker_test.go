@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 )
@@ -108,12 +109,8 @@ func randomSuffix(t *testing.T) string {
 // waitUntil polls ok every 250ms until it holds or timeout passes.
 func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(250 * time.Millisecond)
+	if !clock.Until(timeout, 250*time.Millisecond, ok) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/events"
@@ -106,12 +107,8 @@ func daemon(t *testing.T, bin string, env []string, args ...string) {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !clock.Until(60*time.Second, 100*time.Millisecond, ok) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

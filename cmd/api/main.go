@@ -8,9 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
@@ -20,14 +17,7 @@ import (
 	"github.com/schedlens/schedlens/internal/store"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
+func main() { config.Main(run) }
 
 // run serves until ctx ends, or prints a comparison.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -13,9 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,12 +32,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	config.Main(func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+		return run(ctx, args, getenv, os.Stdin, stdout, stderr)
+	})
 }
 
 const usageText = `usage: collector [run] [flags]

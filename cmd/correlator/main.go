@@ -9,9 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/schedlens/schedlens/internal/bus"
@@ -20,14 +17,7 @@ import (
 	"github.com/schedlens/schedlens/internal/correlatorapp"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
+func main() { config.Main(run) }
 
 const usageText = `usage: correlator [command] [flags]   (flags may also come before the command)
 

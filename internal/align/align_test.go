@@ -274,6 +274,16 @@ func runViewCases(t *testing.T, cases []viewCase) {
 
 func TestBuildFailedScheduling(t *testing.T) {
 	created := ev{"x/1", podX, "04:32:00.010", "", pending("04:32:00")}
+	// Never scheduled; created is seen live at 00.01.
+	want := func(firstUnschedulable string, failed int, until string) view {
+		return view{
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": firstUnschedulable},
+			Durations:     map[string]string{},
+			Counts:        align.Counts{FailedScheduling: failed},
+			ObservedUntil: until,
+			Censored:      notReached,
+		}
+	}
 	runViewCases(t, []viewCase{
 		{
 			name: "one series with counts 1, 2, 3",
@@ -283,13 +293,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/2", podX, "04:32:01.5", "", failedScheduling("e1", 2)},
 				{"e1/3", podX, "04:32:03.5", "", failedScheduling("e1", 3)},
 			},
-			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
-				Durations:     map[string]string{},
-				Counts:        align.Counts{FailedScheduling: 3},
-				ObservedUntil: "2026-11-30T04:32:03.5Z",
-				Censored:      notReached,
-			},
+			want: want("2026-11-30T04:32:00.05Z", 3, "2026-11-30T04:32:03.5Z"),
 		},
 		{
 			name: "counts 1 and 4 delivered, 2 and 3 missed",
@@ -298,13 +302,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 				{"e1/4", podX, "04:32:06", "", failedScheduling("e1", 4)},
 			},
-			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
-				Durations:     map[string]string{},
-				Counts:        align.Counts{FailedScheduling: 4},
-				ObservedUntil: "2026-11-30T04:32:06Z",
-				Censored:      notReached,
-			},
+			want: want("2026-11-30T04:32:00.05Z", 4, "2026-11-30T04:32:06Z"),
 		},
 		{
 			name: "two series with counts 2 and 1",
@@ -313,13 +311,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"e1/2", podX, "04:32:02", "", failedScheduling("e1", 2)},
 				{"e2/1", podX, "04:32:01", "", failedScheduling("e2", 1)},
 			},
-			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
-				Durations:     map[string]string{},
-				Counts:        align.Counts{FailedScheduling: 3},
-				ObservedUntil: "2026-11-30T04:32:02Z",
-				Censored:      notReached,
-			},
+			want: want("2026-11-30T04:32:01Z", 3, "2026-11-30T04:32:02Z"),
 		},
 		{
 			name: "no event uid and count 0: one per distinct envelope id",
@@ -329,13 +321,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				{"fs-b", podX, "04:32:02", "", failedScheduling("", 0)},
 				{"fs-b", podX, "04:32:02", "", failedScheduling("", 0)},
 			},
-			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:01Z"},
-				Durations:     map[string]string{},
-				Counts:        align.Counts{FailedScheduling: 2},
-				ObservedUntil: "2026-11-30T04:32:02Z",
-				Censored:      notReached,
-			},
+			want: want("2026-11-30T04:32:01Z", 2, "2026-11-30T04:32:02Z"),
 		},
 		{
 			name: "first_unschedulable is the earliest, whatever the delivery order",
@@ -345,13 +331,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 				created,
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 			},
-			want: view{
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "first_unschedulable": "2026-11-30T04:32:00.05Z"},
-				Durations:     map[string]string{},
-				Counts:        align.Counts{FailedScheduling: 3},
-				ObservedUntil: "2026-11-30T04:32:03.5Z",
-				Censored:      notReached,
-			},
+			want: want("2026-11-30T04:32:00.05Z", 3, "2026-11-30T04:32:03.5Z"),
 		},
 	})
 }
@@ -363,6 +343,28 @@ func TestBuildScheduled(t *testing.T) {
 		p.NodeName = node
 		return p
 	}
+	// boundAt is boundTo of a pod created at created instead of 00.
+	boundAt := func(node, ltt, created string) *events.PodStatus {
+		p := boundTo(node, ltt)
+		p.CreationTimestamp = tp(created)
+		return p
+	}
+	// Scheduled, not yet running.
+	want := func(node, created, scheduled, pending, until string) view {
+		return view{
+			Node:          node,
+			Milestones:    map[string]string{"created": created, "scheduled": scheduled},
+			Durations:     map[string]string{"pending": pending},
+			ObservedUntil: until,
+			Censored:      []string{"running", "ready", "first_success"},
+		}
+	}
+	// unschedulable adds the one FailedScheduling of a pod first found unschedulable at at.
+	unschedulable := func(at string, v view) view {
+		v.Milestones["first_unschedulable"] = at
+		v.Counts.FailedScheduling = 1
+		return v
+	}
 	runViewCases(t, []viewCase{
 		{
 			name: "the Scheduled event's µs time is preferred over the condition's second",
@@ -371,13 +373,7 @@ func TestBuildScheduled(t *testing.T) {
 				{"sched", podX, "04:32:01.234567", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 				{"x/2", podX, "04:32:01.240", "gpu-node-4", boundTo("gpu-node-4", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.234567Z"},
-				Durations:     map[string]string{"pending": "1.224567s"},
-				ObservedUntil: "2026-11-30T04:32:01.245Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-4", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:01.234567Z", "1.224567s", "2026-11-30T04:32:01.245Z"),
 		},
 		{
 			name: "without the event the condition time is used",
@@ -385,13 +381,7 @@ func TestBuildScheduled(t *testing.T) {
 				created,
 				{"x/2", podX, "04:32:02.100", "gpu-node-2", boundTo("gpu-node-2", "04:32:02")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:02.1Z"},
-				Durations:     map[string]string{"pending": "2.09s"},
-				ObservedUntil: "2026-11-30T04:32:02.105Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-2", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:02.1Z", "2.09s", "2026-11-30T04:32:02.105Z"),
 		},
 		{
 			name: "the condition seen live inside its second is placed at its first observation",
@@ -400,14 +390,8 @@ func TestBuildScheduled(t *testing.T) {
 				{"e1/1", podX, "04:32:01.2", "", failedScheduling("e1", 1)},
 				{"x/2", podX, "04:32:01.9", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01.2Z", "scheduled": "2026-11-30T04:32:01.9Z"},
-				Durations:     map[string]string{"pending": "1.9s"},
-				Counts:        align.Counts{FailedScheduling: 1},
-				ObservedUntil: "2026-11-30T04:32:01.905Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: unschedulable("2026-11-30T04:32:01.2Z",
+				want("gpu-node-2", "2026-11-30T04:32:00Z", "2026-11-30T04:32:01.9Z", "1.9s", "2026-11-30T04:32:01.905Z")),
 		},
 		{
 			name: "the condition not seen live is clamped up to first_unschedulable when that falls inside its second",
@@ -416,14 +400,8 @@ func TestBuildScheduled(t *testing.T) {
 				{"e1/1", podX, "04:32:01.2", "", failedScheduling("e1", 1)},
 				{"x/2", podX, "04:32:02.3", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "first_unschedulable": "2026-11-30T04:32:01.2Z", "scheduled": "2026-11-30T04:32:01.2Z"},
-				Durations:     map[string]string{"pending": "1.2s"},
-				Counts:        align.Counts{FailedScheduling: 1},
-				ObservedUntil: "2026-11-30T04:32:02.305Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: unschedulable("2026-11-30T04:32:01.2Z",
+				want("gpu-node-2", "2026-11-30T04:32:00Z", "2026-11-30T04:32:01.2Z", "1.2s", "2026-11-30T04:32:02.305Z")),
 		},
 		{
 			name: "created seen live: its first observation, or a scheduler event inside its second",
@@ -432,14 +410,8 @@ func TestBuildScheduled(t *testing.T) {
 				{"e1/1", podX, "04:32:00.604", "", failedScheduling("e1", 1)},
 				{"sched", podX, "04:32:00.640", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 			},
-			want: view{
-				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.604Z", "first_unschedulable": "2026-11-30T04:32:00.604Z", "scheduled": "2026-11-30T04:32:00.64Z"},
-				Durations:     map[string]string{"pending": "36ms"},
-				Counts:        align.Counts{FailedScheduling: 1},
-				ObservedUntil: "2026-11-30T04:32:00.64Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: unschedulable("2026-11-30T04:32:00.604Z",
+				want("gpu-node-4", "2026-11-30T04:32:00.604Z", "2026-11-30T04:32:00.64Z", "36ms", "2026-11-30T04:32:00.64Z")),
 		},
 		{
 			name: "created first observed a second or more later (the collector started late) stays at its second",
@@ -447,48 +419,22 @@ func TestBuildScheduled(t *testing.T) {
 				{"x/1", podX, "04:32:03.500", "", pending("04:32:00")},
 				{"sched", podX, "04:32:00.040", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 			},
-			want: view{
-				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.04Z", "scheduled": "2026-11-30T04:32:00.04Z"},
-				Durations:     map[string]string{"pending": "0s"},
-				ObservedUntil: "2026-11-30T04:32:03.505Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-4", "2026-11-30T04:32:00.04Z", "2026-11-30T04:32:00.04Z", "0s", "2026-11-30T04:32:03.505Z"),
 		},
 		{
 			name: "the condition not seen live is clamped up to created when created falls inside its second",
 			evs: []ev{
 				{"x/1", podX, "04:32:00.410", "", pending("04:32:00.4")},
-				{"x/2", podX, "04:32:01.250", "gpu-node-2", func() *events.PodStatus {
-					p := boundTo("gpu-node-2", "04:32:00")
-					p.CreationTimestamp = tp("04:32:00.4")
-					return p
-				}()},
+				{"x/2", podX, "04:32:01.250", "gpu-node-2", boundAt("gpu-node-2", "04:32:00", "04:32:00.4")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.41Z", "scheduled": "2026-11-30T04:32:00.41Z"},
-				Durations:     map[string]string{"pending": "0s"},
-				ObservedUntil: "2026-11-30T04:32:01.255Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-2", "2026-11-30T04:32:00.41Z", "2026-11-30T04:32:00.41Z", "0s", "2026-11-30T04:32:01.255Z"),
 		},
 		{
 			name: "a condition a whole second before created is clock skew, reported as is",
 			evs: []ev{
-				{"x/1", podX, "04:32:01.410", "gpu-node-2", func() *events.PodStatus {
-					p := boundTo("gpu-node-2", "04:32:00")
-					p.CreationTimestamp = tp("04:32:01.4")
-					return p
-				}()},
+				{"x/1", podX, "04:32:01.410", "gpu-node-2", boundAt("gpu-node-2", "04:32:00", "04:32:01.4")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:01.41Z", "scheduled": "2026-11-30T04:32:00Z"},
-				Durations:     map[string]string{"pending": "-1.41s"},
-				ObservedUntil: "2026-11-30T04:32:01.415Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-2", "2026-11-30T04:32:01.41Z", "2026-11-30T04:32:00Z", "-1.41s", "2026-11-30T04:32:01.415Z"),
 		},
 		{
 			name: "the node named by the event note wins over node_name",
@@ -497,13 +443,7 @@ func TestBuildScheduled(t *testing.T) {
 				{"sched", podX, "04:32:01.5", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-4",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.49s"},
-				ObservedUntil: "2026-11-30T04:32:01.605Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-4", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:01.5Z", "1.49s", "2026-11-30T04:32:01.605Z"),
 		},
 		{
 			name: "a note without a node falls back to the envelope's node",
@@ -512,13 +452,7 @@ func TestBuildScheduled(t *testing.T) {
 				{"sched", podX, "04:32:01.5", "gpu-node-5", scheduledEvent("Bound")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-5",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.49s"},
-				ObservedUntil: "2026-11-30T04:32:01.605Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-5", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:01.5Z", "1.49s", "2026-11-30T04:32:01.605Z"),
 		},
 		{
 			name: "a note without a node and no envelope node falls back to node_name",
@@ -527,13 +461,7 @@ func TestBuildScheduled(t *testing.T) {
 				{"sched", podX, "04:32:01.5", "", scheduledEvent("Bound")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
-			want: view{
-				Node:          "gpu-node-2",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.5Z"},
-				Durations:     map[string]string{"pending": "1.49s"},
-				ObservedUntil: "2026-11-30T04:32:01.605Z",
-				Censored:      []string{"running", "ready", "first_success"},
-			},
+			want: want("gpu-node-2", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:01.5Z", "1.49s", "2026-11-30T04:32:01.605Z"),
 		},
 	})
 }
@@ -592,16 +520,24 @@ func TestBuildRunning(t *testing.T) {
 }
 
 func TestBuildReady(t *testing.T) {
+	readyAt := func(id, at, status, ltt string) ev {
+		return ev{id, podX, at, "gpu-node-1", running("04:32:00", "gpu-node-1",
+			[]events.ContainerStatus{container("model", 0, "04:32:02")}, cond("Ready", status, ltt))}
+	}
 	// Created at 00, scheduled at 01.3, running from 02.
 	base := []ev{
 		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
 		{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
-		{"x/2", podX, "04:32:02.5", "gpu-node-1", running("04:32:00", "gpu-node-1",
-			[]events.ContainerStatus{container("model", 0, "04:32:02")}, cond("Ready", "False", "04:32:02"))},
+		readyAt("x/2", "04:32:02.5", "False", "04:32:02"),
 	}
-	readyAt := func(id, at, status, ltt string) ev {
-		return ev{id, podX, at, "gpu-node-1", running("04:32:00", "gpu-node-1",
-			[]events.ContainerStatus{container("model", 0, "04:32:02")}, cond("Ready", status, ltt))}
+	want := func(running, ready, start, modelLoad, until string) view {
+		return view{
+			Node:          "gpu-node-1",
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": running, "ready": ready},
+			Durations:     map[string]string{"pending": "1.29s", "start": start, "model_load": modelLoad},
+			ObservedUntil: until,
+			Censored:      []string{"first_success"},
+		}
 	}
 	runViewCases(t, []viewCase{
 		{
@@ -611,24 +547,12 @@ func TestBuildReady(t *testing.T) {
 				readyAt("x/4", "04:32:12.1", "False", "04:32:12"),
 				readyAt("x/3", "04:32:07.2", "True", "04:32:07"),
 			),
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02.5Z", "ready": "2026-11-30T04:32:07.2Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "1.2s", "model_load": "4.7s"},
-				ObservedUntil: "2026-11-30T04:32:16.405Z",
-				Censored:      []string{"first_success"},
-			},
+			want: want("2026-11-30T04:32:02.5Z", "2026-11-30T04:32:07.2Z", "1.2s", "4.7s", "2026-11-30T04:32:16.405Z"),
 		},
 		{
 			name: "Ready without a transition time: the observation",
 			evs:  append(slices.Clone(base), readyAt("x/3", "04:32:07.2", "True", "")),
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02.5Z", "ready": "2026-11-30T04:32:07.2Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "1.2s", "model_load": "4.7s"},
-				ObservedUntil: "2026-11-30T04:32:07.205Z",
-				Censored:      []string{"first_success"},
-			},
+			want: want("2026-11-30T04:32:02.5Z", "2026-11-30T04:32:07.2Z", "1.2s", "4.7s", "2026-11-30T04:32:07.205Z"),
 		},
 		{
 			name: "Ready inside the second running (µs) falls in: ready is running",
@@ -638,13 +562,7 @@ func TestBuildReady(t *testing.T) {
 				{"x/2", podX, "04:32:01.9", "gpu-node-1", running("04:32:00", "gpu-node-1",
 					[]events.ContainerStatus{container("model", 0, "04:32:01")}, cond("Ready", "True", "04:32:01"))},
 			},
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:01.9Z", "ready": "2026-11-30T04:32:01.9Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "600ms", "model_load": "0s"},
-				ObservedUntil: "2026-11-30T04:32:01.905Z",
-				Censored:      []string{"first_success"},
-			},
+			want: want("2026-11-30T04:32:01.9Z", "2026-11-30T04:32:01.9Z", "600ms", "0s", "2026-11-30T04:32:01.905Z"),
 		},
 	})
 }

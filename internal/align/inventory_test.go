@@ -57,6 +57,20 @@ func TestBuildInventory(t *testing.T) {
 		v.ObservedUntil = until
 		return v
 	}
+	// The pod seen deleted at 04:35.
+	deletion := ev{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
+		p := inScope(labScope)
+		p.Deleted = true
+		return p
+	}()}
+	deleted := view{
+		Node:          "gpu-node-1",
+		Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:35:00Z"},
+		EndedReason:   "deleted",
+		Durations:     map[string]string{},
+		ObservedUntil: "2026-11-30T04:35:00Z",
+		Censored:      []string{"scheduled", "ready", "first_success"},
+	}
 	cases := []struct {
 		name string
 		evs  []ev
@@ -101,19 +115,8 @@ func TestBuildInventory(t *testing.T) {
 			name: "an observed deletion wins over an unobserved one",
 			evs: []ev{seen,
 				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
-				{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
-					p := inScope(labScope)
-					p.Deleted = true
-					return p
-				}()}},
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:35:00Z"},
-				EndedReason:   "deleted",
-				Durations:     map[string]string{},
-				ObservedUntil: "2026-11-30T04:35:00Z",
-				Censored:      []string{"scheduled", "ready", "first_success"},
-			},
+				deletion},
+			want: deleted,
 		},
 		{
 			name: "a heartbeat of a watch live since before the pod was last seen extends its observation",
@@ -151,19 +154,8 @@ func TestBuildInventory(t *testing.T) {
 			name: "a heartbeat does not extend a pod seen to end",
 			evs: []ev{seen,
 				{"hb/1", events.PodRef{}, "04:45:00", "", heartbeat(labScope, "04:31:00")},
-				{"x/2", podX, "04:35:00", "gpu-node-1", func() *events.PodStatus {
-					p := inScope(labScope)
-					p.Deleted = true
-					return p
-				}()}},
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00Z", "running": "2026-11-30T04:32:02Z", "ended": "2026-11-30T04:35:00Z"},
-				EndedReason:   "deleted",
-				Durations:     map[string]string{},
-				ObservedUntil: "2026-11-30T04:35:00Z",
-				Censored:      []string{"scheduled", "ready", "first_success"},
-			},
+				deletion},
+			want: deleted,
 		},
 		{
 			name: "a pod seen in no scope (a replayed file) is never ended by a list",

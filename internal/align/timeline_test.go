@@ -263,6 +263,24 @@ func TestBuildRequests(t *testing.T) {
 		r.PodReady = &ready
 		return r
 	}
+	// Ready from 07.2 with no request served yet; served adds the first ok one.
+	want := func(counts align.Counts, until string) view {
+		return view{
+			Node:          "gpu-node-1",
+			Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z"},
+			Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s"},
+			Counts:        counts,
+			ObservedUntil: until,
+			Censored:      []string{"first_success"},
+		}
+	}
+	served := func(firstSuccess, readyToFirstSuccess, total string, v view) view {
+		v.Milestones["first_success"] = firstSuccess
+		v.Durations["ready_to_first_success"] = readyToFirstSuccess
+		v.Durations["total"] = total
+		v.Censored = []string{}
+		return v
+	}
 	runViewCases(t, []viewCase{
 		{
 			name: "requests the prober sent before Ready count apart from the served ones",
@@ -273,14 +291,8 @@ func TestBuildRequests(t *testing.T) {
 				ev{"probe/4", podX, "04:32:07.5", "", sent(true, true)},
 				ev{"probe/5", podX, "04:32:08", "", sent(false, true)},
 			),
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z", "first_success": "2026-11-30T04:32:06.9Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s", "ready_to_first_success": "-300ms", "total": "6.89s"},
-				Counts:        align.Counts{Requests: 5, RequestErrors: 3, PreReadyRequests: 3, PreReadyErrors: 2},
-				ObservedUntil: "2026-11-30T04:32:08Z",
-				Censored:      []string{},
-			},
+			want: served("2026-11-30T04:32:06.9Z", "-300ms", "6.89s",
+				want(align.Counts{Requests: 5, RequestErrors: 3, PreReadyRequests: 3, PreReadyErrors: 2}, "2026-11-30T04:32:08Z")),
 		},
 		{
 			name: "first_success is the earliest ok request, delivered last; duplicates count once",
@@ -291,14 +303,8 @@ func TestBuildRequests(t *testing.T) {
 				ev{"probe/4", podX, "04:32:09", "", request(false)},
 				ev{"probe/2", podX, "04:32:07.5", "", request(true)},
 			),
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z", "first_success": "2026-11-30T04:32:07.5Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s", "ready_to_first_success": "300ms", "total": "7.49s"},
-				Counts:        align.Counts{Requests: 4, RequestErrors: 2},
-				ObservedUntil: "2026-11-30T04:32:09Z",
-				Censored:      []string{},
-			},
+			want: served("2026-11-30T04:32:07.5Z", "300ms", "7.49s",
+				want(align.Counts{Requests: 4, RequestErrors: 2}, "2026-11-30T04:32:09Z")),
 		},
 		{
 			name: "only errors: first_success censored",
@@ -306,14 +312,7 @@ func TestBuildRequests(t *testing.T) {
 				ev{"probe/1", podX, "04:32:03", "", request(false)},
 				ev{"probe/2", podX, "04:32:08", "", request(false)},
 			),
-			want: view{
-				Node:          "gpu-node-1",
-				Milestones:    map[string]string{"created": "2026-11-30T04:32:00.01Z", "scheduled": "2026-11-30T04:32:01.3Z", "running": "2026-11-30T04:32:02Z", "ready": "2026-11-30T04:32:07.2Z"},
-				Durations:     map[string]string{"pending": "1.29s", "start": "700ms", "model_load": "5.2s"},
-				Counts:        align.Counts{Requests: 2, RequestErrors: 2},
-				ObservedUntil: "2026-11-30T04:32:08Z",
-				Censored:      []string{"first_success"},
-			},
+			want: want(align.Counts{Requests: 2, RequestErrors: 2}, "2026-11-30T04:32:08Z"),
 		},
 	})
 }

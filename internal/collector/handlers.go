@@ -7,6 +7,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/internal/prober"
 )
@@ -31,6 +32,21 @@ func (c *Collector) node(name string) *corev1.Node {
 	return n
 }
 
+// podEnvelope converts an informer's object into its pod_status envelope; false for an object
+// that is not a pod or does not convert (counted as a conversion error).
+func (c *Collector) podEnvelope(sw *scopeWatch, obj any, deleted bool) (*corev1.Pod, *events.Envelope, bool) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil, false
+	}
+	env, err := kube.PodEnvelope(pod, c.node(pod.Spec.NodeName), deleted, c.meta(sw))
+	if err != nil {
+		c.convertError("pod", pod.Namespace+"/"+pod.Name, err)
+		return nil, nil, false
+	}
+	return pod, env, true
+}
+
 func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// The pod vanished during a relist: its deletion was not seen. An inventory ends it in
@@ -44,13 +60,8 @@ func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 		c.askInventory(sw)
 		return
 	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, env, ok := c.podEnvelope(sw, obj, deleted)
 	if !ok {
-		return
-	}
-	env, err := kube.PodEnvelope(pod, c.node(pod.Spec.NodeName), deleted, c.meta(sw))
-	if err != nil {
-		c.convertError("pod", pod.Namespace+"/"+pod.Name, err)
 		return
 	}
 	c.mu.Lock()

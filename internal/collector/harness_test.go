@@ -25,6 +25,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/publisher"
@@ -305,12 +306,8 @@ func streamEnvelopes(t *testing.T, url string) []*events.Envelope {
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !clock.Until(d, 20*time.Millisecond, ok) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

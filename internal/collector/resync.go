@@ -31,13 +31,8 @@ func (c *Collector) Resync(ctx context.Context) error {
 	}
 	for _, sw := range c.scopes {
 		for _, obj := range sw.pods.GetStore().List() {
-			pod, ok := obj.(*corev1.Pod)
+			_, env, ok := c.podEnvelope(sw, obj, false)
 			if !ok {
-				continue
-			}
-			env, err := kube.PodEnvelope(pod, c.node(pod.Spec.NodeName), false, c.meta(sw))
-			if err != nil {
-				c.convertError("pod", pod.Namespace+"/"+pod.Name, err)
 				continue
 			}
 			if err := c.pub.Put(ctx, env); err != nil {

@@ -81,13 +81,18 @@ func orDash(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-func counts(m map[string]int) string {
+func counts(m map[string]int) string { return JoinCounts(m, "×") }
+
+// JoinCounts renders placement counts (nodes, GPU models, reasons) as "key×n, key×n" in key
+// order, with mark between a key and its count; "–" when there are none. The terminal table
+// and the experiment page both show them so.
+func JoinCounts(m map[string]int, mark string) string {
 	if len(m) == 0 {
 		return "–"
 	}
 	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
+		parts = append(parts, fmt.Sprintf("%s%s%d", k, mark, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,18 +139,11 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		probesActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_collector_probes_active",
-			Help: "Pods the prober is sending the experiment's request to.",
-		}),
-		probeResults: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "schedlens_collector_probe_requests_total",
-			Help: "Probe attempts by error class (\"\" for success).",
-		}, []string{"error"}),
+	f := promauto.With(reg)
+	return &metrics{
+		probesActive: f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_probes_active", Help: "Pods the prober is sending the experiment's request to."}),
+		probeResults: f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_probe_requests_total", Help: "Probe attempts by error class (\"\" for success)."}, []string{"error"}),
 	}
-	reg.MustRegister(m.probesActive, m.probeResults)
-	return m
 }
 
 // Start sets the context probes run in; Stop ends them all.

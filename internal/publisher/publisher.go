@@ -13,8 +13,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -104,7 +106,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.m.publishFailures.Inc()
 		p.logger.Warn("stream not ready; retrying", "error", err)
-		if !sleep(ctx, p.cfg.RetryMax) {
+		if !clock.Sleep(ctx, p.cfg.RetryMax) {
 			return nil
 		}
 	}
@@ -126,7 +128,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.dirty.Store(true)
 		batch = append(batch[:0], failed...)
-		if !sleep(ctx, delay) {
+		if !clock.Sleep(ctx, delay) {
 			return p.drain(batch...)
 		}
 		delay = min(2*delay, p.cfg.RetryMax)
@@ -144,6 +146,11 @@ func (p *Publisher) fill(ctx context.Context, batch []*events.Envelope) []*event
 			return batch
 		}
 	}
+	return p.topUp(batch)
+}
+
+// topUp adds buffered envelopes to batch, without waiting, until it holds cfg.Batch.
+func (p *Publisher) topUp(batch []*events.Envelope) []*events.Envelope {
 	for len(batch) < p.cfg.Batch {
 		select {
 		case env := <-p.buf:
@@ -215,36 +222,16 @@ func (p *Publisher) drain(batch ...*events.Envelope) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Drain)
 	defer cancel()
 	for {
-	more:
-		for len(batch) < p.cfg.Batch {
-			select {
-			case env := <-p.buf:
-				batch = append(batch, env)
-			default:
-				break more
-			}
-		}
+		batch = p.topUp(batch)
 		if len(batch) == 0 {
 			return nil
 		}
 		batch = p.send(ctx, batch)
-		if ctx.Err() != nil || (len(batch) > 0 && !sleep(ctx, p.cfg.RetryMin)) {
+		if ctx.Err() != nil || (len(batch) > 0 && !clock.Sleep(ctx, p.cfg.RetryMin)) {
 			left := len(batch) + len(p.buf)
 			p.logger.Warn("shutting down with envelopes not acknowledged; they are re-published from the cluster state on the next start", "left", left)
 			return nil
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -257,29 +244,14 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
 	m := &metrics{
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "schedlens_collector_published_total",
-			Help: "Envelopes acknowledged by JetStream as new, by kind.",
-		}, []string{"kind"}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_duplicates_total",
-			Help: "Envelopes JetStream already held (same id within its duplicate window): relists, restarts, re-published state.",
-		}),
-		publishFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_publish_failures_total",
-			Help: "Publish attempts that failed and were retried.",
-		}),
-		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_collector_buffered",
-			Help: "Envelopes waiting for JetStream: buffered or being retried.",
-		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_collector_buffer_overflows_total",
-			Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages.",
-		}),
+		published:       f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_published_total", Help: "Envelopes acknowledged by JetStream as new, by kind."}, []string{"kind"}),
+		duplicates:      f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_duplicates_total", Help: "Envelopes JetStream already held (same id within its duplicate window): relists, restarts, re-published state."}),
+		publishFailures: f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_publish_failures_total", Help: "Publish attempts that failed and were retried."}),
+		buffered:        f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_buffered", Help: "Envelopes waiting for JetStream: buffered or being retried."}),
+		dropped:         f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_buffer_overflows_total", Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages."}),
 	}
-	reg.MustRegister(m.published, m.duplicates, m.publishFailures, m.buffered, m.dropped)
 	for _, k := range events.Kinds {
 		m.published.WithLabelValues(string(k))
 	}

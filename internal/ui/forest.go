@@ -3,11 +3,8 @@ package ui
 import (
 	"fmt"
 	"html/template"
-	"maps"
 	"math"
 	"net/url"
-	"slices"
-	"strings"
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/store"
@@ -74,16 +71,7 @@ type placementRow struct {
 	Nodes, GPUModels, Sharing, Reasons string
 }
 
-func counts(m map[string]int) string {
-	if len(m) == 0 {
-		return "–"
-	}
-	parts := make([]string, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		parts = append(parts, fmt.Sprintf("%s ×%d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
+func counts(m map[string]int) string { return compare.JoinCounts(m, " ×") }
 
 func buildExperiment(e store.ExperimentInfo, c compare.Comparison, ns string, cerr error) experimentView {
 	v := experimentView{Name: e.Name, Namespace: ns, Baseline: c.Baseline, Method: c.Method, UnknownThresholds: c.UnknownThresholds,

@@ -123,11 +123,7 @@ func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	ns, baseline := r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline")
 	e, err := u.db.Experiment(r.Context(), name)
-	if u.notFound(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
-		return
-	}
-	if err != nil {
-		u.internal(w, r, err)
+	if u.failedLookup(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
 		return
 	}
 	c, err := compute(r.Context(), u.db, name, ns, baseline)
@@ -164,11 +160,7 @@ func (u *UI) arm(w http.ResponseWriter, r *http.Request) {
 	name, arm := chi.URLParam(r, "name"), chi.URLParam(r, "arm")
 	ns, metric := r.URL.Query().Get("namespace"), r.URL.Query().Get("metric")
 	in, err := u.db.ComparisonInput(r.Context(), name, ns)
-	if u.notFound(w, r, err, fmt.Sprintf("No pods of experiment %q.", name)) {
-		return
-	}
-	if err != nil {
-		u.internal(w, r, err)
+	if u.failedLookup(w, r, err, fmt.Sprintf("No pods of experiment %q.", name)) {
 		return
 	}
 	byRun, ok := in.Arms[arm]
@@ -233,11 +225,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 		f.From, f.To = &lo, &hi
 	}
 	d, err := u.db.RunDetail(r.Context(), name, ns, run)
-	if u.notFound(w, r, err, fmt.Sprintf("No pods of experiment %q run %q.", name, run)) {
-		return
-	}
-	if err != nil {
-		u.internal(w, r, err)
+	if u.failedLookup(w, r, err, fmt.Sprintf("No pods of experiment %q run %q.", name, run)) {
 		return
 	}
 	var order []string
@@ -292,11 +280,7 @@ func (u *UI) pod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tl, err := u.db.Timeline(r.Context(), uid)
-	if u.notFound(w, r, err, fmt.Sprintf("No events about pod %s.", uid)) {
-		return
-	}
-	if err != nil {
-		u.internal(w, r, err)
+	if u.failedLookup(w, r, err, fmt.Sprintf("No events about pod %s.", uid)) {
 		return
 	}
 	series, err := u.db.PodSeries(r.Context(), uid)

@@ -134,13 +134,18 @@ func (u *UI) internal(w http.ResponseWriter, r *http.Request, err error) {
 	u.fail(w, r, http.StatusInternalServerError, "Internal error", "The page could not be built; see the server log.")
 }
 
-// notFound maps store.ErrNotFound to a 404 page; it reports whether it answered.
-func (u *UI) notFound(w http.ResponseWriter, r *http.Request, err error, what string) bool {
-	if errors.Is(err, store.ErrNotFound) {
+// failedLookup answers a lookup that failed: a 404 page saying what for store.ErrNotFound, a 500
+// for any other error. It reports whether it answered (not for a nil err).
+func (u *UI) failedLookup(w http.ResponseWriter, r *http.Request, err error, what string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
 		u.fail(w, r, http.StatusNotFound, "Not found", what)
-		return true
+	default:
+		u.internal(w, r, err)
 	}
-	return false
+	return true
 }
 
 // Links.

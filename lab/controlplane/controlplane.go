@@ -41,6 +41,8 @@ import (
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+
+	"github.com/schedlens/schedlens/lab/background"
 )
 
 // Config says where the control plane keeps its state.
@@ -67,9 +69,7 @@ type ControlPlane struct {
 
 	cancel context.CancelFunc
 	etcd   *embed.Etcd
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
+	parts  background.Group // the API server and the scheduler
 	logs   []io.Closer
 }
 
@@ -217,7 +217,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, cfg Config, etcdPort
 	if errs := completed.Validate(); len(errs) > 0 {
 		return fmt.Errorf("kube-apiserver options: %w", errors.Join(errs...))
 	}
-	cp.run("kube-apiserver", func() error { return apiserverapp.Run(ctx, completed) })
+	cp.parts.Go("kube-apiserver", func() error { return apiserverapp.Run(ctx, completed) })
 	return nil
 }
 
@@ -237,21 +237,8 @@ func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kube-scheduler setup: %w", err)
 	}
-	cp.run("kube-scheduler", func() error { return schedulerapp.Run(ctx, cc, sched) })
+	cp.parts.Go("kube-scheduler", func() error { return schedulerapp.Run(ctx, cc, sched) })
 	return nil
-}
-
-// run runs a component until ctx ends, recording an error it returns.
-func (cp *ControlPlane) run(name string, f func() error) {
-	cp.wg.Add(1)
-	go func() {
-		defer cp.wg.Done()
-		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
-			cp.mu.Lock()
-			cp.errs = append(cp.errs, fmt.Errorf("%s: %w", name, err))
-			cp.mu.Unlock()
-		}
-	}()
 }
 
 // waitReady polls the API server's /readyz.
@@ -277,17 +264,13 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) er
 }
 
 // Err returns what made a component stop early, if anything did.
-func (cp *ControlPlane) Err() error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	return errors.Join(cp.errs...)
-}
+func (cp *ControlPlane) Err() error { return cp.parts.Err() }
 
 // Stop stops the scheduler and the API server, then etcd, and waits for them.
 func (cp *ControlPlane) Stop() {
 	cp.cancel()
 	done := make(chan struct{})
-	go func() { cp.wg.Wait(); close(done) }()
+	go func() { cp.parts.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

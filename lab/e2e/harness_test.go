@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/lab/cluster"
@@ -270,12 +271,8 @@ func snapshotData(t *testing.T, tl align.Timeline) events.PodStatus {
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !clock.Until(d, 50*time.Millisecond, ok) {
+		t.Fatalf("timed out after %s waiting for %s", d, what)
 	}
 }
 

@@ -1,7 +1,6 @@
 package endpoints
 
 import (
-	"context"
 	"encoding/json"
 	"hash/fnv"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/lab/sim"
 )
 
@@ -74,7 +74,7 @@ func (e *podEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := e.draw(func(rng *rand.Rand) time.Duration {
 			return time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Millisecond)))
 		})
-		if sleep(r.Context(), d) {
+		if clock.Sleep(r.Context(), d) {
 			writeJSON(w, http.StatusServiceUnavailable, errorResponse{Error: "model not ready", Pod: p.Name})
 		}
 		return
@@ -85,7 +85,7 @@ func (e *podEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer end()
 	}
 	d := e.draw(func(rng *rand.Rand) time.Duration { return Latency(p, rng) })
-	if !sleep(r.Context(), d) {
+	if !clock.Sleep(r.Context(), d) {
 		return // the client went away or the pod stopped
 	}
 	writeJSON(w, http.StatusOK, inferResponse{
@@ -114,18 +114,6 @@ func (s *Server) lookupPod(uid string) (sim.Pod, bool) {
 		}
 	}
 	return sim.Pod{}, false
-}
-
-// sleep waits for d and reports whether it did before ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

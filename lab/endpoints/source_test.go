@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/lab/endpoints"
 	"github.com/schedlens/schedlens/lab/sim"
 )
@@ -43,13 +44,7 @@ func (f *fakeSource) Nodes() []sim.Node {
 func (f *fakeSource) setPod(p sim.Pod) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i := range f.pods {
-		if f.pods[i].UID == p.UID {
-			f.pods[i] = p
-			return
-		}
-	}
-	f.pods = append(f.pods, p)
+	f.pods = upsert(f.pods, p, func(q sim.Pod) bool { return q.UID == p.UID })
 }
 
 func (f *fakeSource) removePod(uid string) {
@@ -58,16 +53,20 @@ func (f *fakeSource) removePod(uid string) {
 	f.pods = slices.DeleteFunc(f.pods, func(p sim.Pod) bool { return p.UID == uid })
 }
 
+// setNode adds n, or replaces the node with its name.
 func (f *fakeSource) setNode(n sim.Node) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i := range f.nodes {
-		if f.nodes[i].Name == n.Name {
-			f.nodes[i] = n
-			return
-		}
+	f.nodes = upsert(f.nodes, n, func(m sim.Node) bool { return m.Name == n.Name })
+}
+
+// upsert replaces the first element of xs that same picks with x, or appends x.
+func upsert[T any](xs []T, x T, same func(T) bool) []T {
+	if i := slices.IndexFunc(xs, same); i >= 0 {
+		xs[i] = x
+		return xs
 	}
-	f.nodes = append(f.nodes, n)
+	return append(xs, x)
 }
 
 var ipSeq atomic.Uint32
@@ -146,11 +145,7 @@ func refused(addr string) bool {
 // eventually polls cond until it holds or 5s have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !clock.Until(5*time.Second, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

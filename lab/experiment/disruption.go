@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/schedlens/schedlens/internal/clock"
 )
 
 // disruptionPods is how many pods each disruption scenario runs.
@@ -46,7 +48,7 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 		return err
 	}
 	// Serve in the steady state a while first: interruptions are measured against it.
-	if !sleep(ctx, r.Hold) {
+	if !clock.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("disrupting", len(names), len(names))
@@ -63,7 +65,7 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 	if err != nil {
 		return err
 	}
-	if !sleep(ctx, r.Hold) {
+	if !clock.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("cleaning", len(live), len(live))
@@ -148,7 +150,7 @@ func (r *Runner) nodeRejoin(ctx context.Context, names []string) error {
 	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, false); err != nil {
 		return err
 	}
-	if !sleep(ctx, 2*r.Hold) {
+	if !clock.Sleep(ctx, 2*r.Hold) {
 		return ctx.Err()
 	}
 	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, true); err != nil {
@@ -183,7 +185,7 @@ func (r *Runner) waitGone(ctx context.Context, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pod %s not gone after 60s", name)
 		}
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !clock.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/kubelet"
 )
@@ -320,24 +321,18 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	var all []string
 	background, pods := d.Pods(arm, r.Namespace, run)
 	if len(background) > 0 {
-		var names []string
-		for _, p := range background {
-			if err := r.create(ctx, p); err != nil {
-				return err
-			}
-			names = append(names, p.Name)
+		names, err := r.createAll(ctx, background)
+		if err != nil {
+			return err
 		}
 		all = append(all, names...)
 		if _, err := r.waitReady(ctx, names, r.Timeout, nil); err != nil {
 			return err
 		}
 	}
-	var names []string
-	for _, p := range pods {
-		if err := r.create(ctx, p); err != nil {
-			return err
-		}
-		names = append(names, p.Name)
+	names, err := r.createAll(ctx, pods)
+	if err != nil {
+		return err
 	}
 	all = append(all, names...)
 	unready, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names), nil) })
@@ -345,7 +340,7 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 		return err
 	}
 	report("holding", len(names)-len(unready), len(names), unready)
-	if !sleep(ctx, r.Hold) {
+	if !clock.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("cleaning", len(names)-len(unready), len(names), unready)
@@ -354,6 +349,18 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	}
 	report("done", len(names)-len(unready), len(names), unready)
 	return nil
+}
+
+// createAll creates pods in order and returns their names.
+func (r *Runner) createAll(ctx context.Context, pods []*corev1.Pod) ([]string, error) {
+	var names []string
+	for _, p := range pods {
+		if err := r.create(ctx, p); err != nil {
+			return nil, err
+		}
+		names = append(names, p.Name)
+	}
+	return names, nil
 }
 
 func (r *Runner) create(ctx context.Context, p *corev1.Pod) error {
@@ -384,7 +391,7 @@ func (r *Runner) waitReady(ctx context.Context, names []string, timeout time.Dur
 		if len(unready) == 0 || time.Now().After(deadline) {
 			return unready, nil
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !clock.Sleep(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}
@@ -412,17 +419,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // evict asks the API server to evict a pod (policy/v1), as kubectl drain does.

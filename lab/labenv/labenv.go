@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"sync"
 
 	"github.com/schedlens/schedlens/internal/dcgm"
+	"github.com/schedlens/schedlens/lab/background"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/controlplane"
 	"github.com/schedlens/schedlens/lab/endpoints"
@@ -35,10 +35,8 @@ type Lab struct {
 	Endpoints *endpoints.Server
 
 	cancel context.CancelFunc
-	block  net.Listener // holds the lab's address block against other labs on this machine
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	errs   []error
+	block  net.Listener     // holds the lab's address block against other labs on this machine
+	parts  background.Group // the kubelet and the endpoints
 }
 
 // Start starts a lab and returns once its nodes are registered.
@@ -67,21 +65,9 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	}
 	l.Kubelet = kubelet.New(cp.Client, o.Spec, kubelet.Config{Seed: o.Seed, Speed: o.Speed, IPBlock: block}, o.Logger.With("component", "kubelet"))
 	l.Endpoints = endpoints.New(l.Kubelet, endpoints.Config{Seed: o.Seed}, o.Logger.With("component", "endpoints"))
-	l.run("kubelet", func() error { return l.Kubelet.Run(ctx) })
-	l.run("endpoints", func() error { return l.Endpoints.Run(ctx) })
+	l.parts.Go("kubelet", func() error { return l.Kubelet.Run(ctx) })
+	l.parts.Go("endpoints", func() error { return l.Endpoints.Run(ctx) })
 	return l, nil
-}
-
-func (l *Lab) run(name string, f func() error) {
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
-			l.mu.Lock()
-			l.errs = append(l.errs, fmt.Errorf("%s: %w", name, err))
-			l.mu.Unlock()
-		}
-	}()
 }
 
 // DCGMTargets lists every node's dcgm-exporter endpoint.
@@ -97,15 +83,13 @@ func (l *Lab) DCGMTargets() []dcgm.Target {
 
 // Err reports what stopped early, in the lab or its control plane.
 func (l *Lab) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return errors.Join(append(l.errs, l.ControlPlane.Err())...)
+	return errors.Join(l.parts.Err(), l.ControlPlane.Err())
 }
 
 // Stop stops the simulation, then the control plane.
 func (l *Lab) Stop() {
 	l.cancel()
-	l.wg.Wait()
+	l.parts.Wait()
 	l.ControlPlane.Stop()
 	if l.block != nil {
 		l.block.Close()

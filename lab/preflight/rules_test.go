@@ -22,6 +22,20 @@ const container = `containers:
   readinessProbe: {httpGet: {path: /v2/health/ready, port: 8000}}
 `
 
+// seedAffinity is the seed's affinity block: GPU nodes required, H100 preferred.
+const seedAffinity = `affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: accelerator, operator: In, values: [nvidia-gpu]}
+    preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 50
+      preference:
+        matchExpressions:
+        - {key: gpu-model, operator: In, values: [H100]}
+`
+
 // deployment renders a Deployment whose pod spec is spec (written from column 0); extra is
 // added to the Deployment's spec (column 0 too).
 func deployment(name string, replicas int, spec, extra string) string {
@@ -66,18 +80,6 @@ func check(t *testing.T, manifests string) *preflight.Report {
 // TestRules: for every rule, manifests that trigger it and the closest ones that do not. want
 // lists the rule's findings as "severity object field"; msg is in the first one's message.
 func TestRules(t *testing.T) {
-	seedAffinity := `affinity:
-  nodeAffinity:
-    requiredDuringSchedulingIgnoredDuringExecution:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: accelerator, operator: In, values: [nvidia-gpu]}
-    preferredDuringSchedulingIgnoredDuringExecution:
-    - weight: 50
-      preference:
-        matchExpressions:
-        - {key: gpu-model, operator: In, values: [H100]}
-`
 	pdb := func(name, budget string) string {
 		return fmt.Sprintf("---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: %s, namespace: ai-lab}\nspec:\n  %s\n  selector: {matchLabels: {app: %s}}\n", name, budget, name)
 	}
@@ -241,18 +243,7 @@ data:
   metrics: "placement, Pending, preemption, latency"
   repeats: "3"
 ---
-` + strings.Replace(deployment("day20-affinity", 3, `affinity:
-  nodeAffinity:
-    requiredDuringSchedulingIgnoredDuringExecution:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: accelerator, operator: In, values: [nvidia-gpu]}
-    preferredDuringSchedulingIgnoredDuringExecution:
-    - weight: 50
-      preference:
-        matchExpressions:
-        - {key: gpu-model, operator: In, values: [H100]}
-`+container, ""), "labels: {app: day20-affinity}", "labels: {app: day20-affinity, schedlens.io/experiment: day20, schedlens.io/arm: affinity}", 1)
+` + strings.Replace(deployment("day20-affinity", 3, seedAffinity+container, ""), "labels: {app: day20-affinity}", "labels: {app: day20-affinity, schedlens.io/experiment: day20, schedlens.io/arm: affinity}", 1)
 	r := check(t, seed)
 	for _, f := range r.Findings {
 		if f.Severity == preflight.Error {

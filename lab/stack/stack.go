@@ -27,6 +27,7 @@ import (
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/prober"
+	"github.com/schedlens/schedlens/lab/background"
 )
 
 // Options configure the stack.
@@ -53,11 +54,10 @@ type Stack struct {
 	nc     *nats.Conn // the stack's own view of the stream, for Idle
 	js     jetstream.JetStream
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	bg     background.Group // the correlator, the api and every collector
 
 	mu        sync.Mutex
 	collector *running
-	errs      []error
 }
 
 type running struct {
@@ -102,7 +102,7 @@ func (s *Stack) start(ctx context.Context) error {
 
 	// The correlator migrates the schema before it consumes: the api waits for its listener.
 	corrUp := make(chan string, 1)
-	s.go_("correlator", func() error {
+	s.bg.Go("correlator", func() error {
 		return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: s.NATSURL, DatabaseURL: s.opts.DatabaseURL, MetricsAddr: "127.0.0.1:0",
 			Logger: s.opts.Logger.With("component", "correlator"), Bound: func(a string) { corrUp <- a }})
 	})
@@ -114,7 +114,7 @@ func (s *Stack) start(ctx context.Context) error {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	s.go_("api", func() error {
+	s.bg.Go("api", func() error {
 		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL,
 			Logger: s.opts.Logger.With("component", "api"), Bound: func(a string) { apiUp <- a }})
 	})
@@ -139,18 +139,6 @@ func (s *Stack) wait(up chan string, name string) error {
 	}
 }
 
-func (s *Stack) go_(name string, f func() error) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := f(); err != nil && !errors.Is(err, context.Canceled) {
-			s.mu.Lock()
-			s.errs = append(s.errs, fmt.Errorf("%s: %w", name, err))
-			s.mu.Unlock()
-		}
-	}()
-}
-
 // StartCollector starts a collector (one may already run: two replicas then watch at once) and
 // waits until it has listed everything.
 func (s *Stack) StartCollector(ctx context.Context) error {
@@ -170,14 +158,10 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	r := &running{app: app, reg: reg, cancel: cancel, done: make(chan struct{})}
-	go func() {
+	s.bg.Go("collector", func() error {
 		defer close(r.done)
-		if err := app.Run(cctx); err != nil && !errors.Is(err, context.Canceled) {
-			s.mu.Lock()
-			s.errs = append(s.errs, fmt.Errorf("collector: %w", err))
-			s.mu.Unlock()
-		}
-	}()
+		return app.Run(cctx)
+	})
 	s.mu.Lock()
 	prev := s.collector
 	s.collector = r
@@ -284,17 +268,13 @@ func (s *Stack) CaughtUp(ctx context.Context) error {
 }
 
 // Err returns what made a component stop early.
-func (s *Stack) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return errors.Join(s.errs...)
-}
+func (s *Stack) Err() error { return s.bg.Err() }
 
 // Stop stops the collector, the api and the correlator, then NATS.
 func (s *Stack) Stop() {
 	s.StopCollector()
 	s.cancel()
-	s.wg.Wait()
+	s.bg.Wait()
 	if s.nc != nil {
 		s.nc.Close()
 	}

@@ -15,10 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -29,23 +27,7 @@ import (
 	preflightapp "github.com/schedlens/schedlens/lab/preflight/app"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
-		var st exitStatus
-		if errors.As(err, &st) {
-			os.Exit(int(st)) // preflight has printed its report and messages
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-
-// exitStatus is a non-zero exit status of a command that has reported its own failure.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func main() { config.Main(run) }
 
 const usageText = `usage: lab up [flags]
        lab demo [flags]
@@ -99,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(rest) > 0 && rest[0] == "preflight" {
 		// Its own flags and exit statuses (1: errors found, 2: bad usage or input).
 		if code := preflightapp.Run(ctx, rest[1:], getenv, os.Stdin, stdout, stderr); code != 0 {
-			return exitStatus(code)
+			return config.ExitStatus(code) // preflight has printed its report and messages
 		}
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
@@ -176,7 +177,7 @@ func TestPreflight(t *testing.T) {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), tc.args, func(string) string { return "" }, &out, &errb)
 		status := 0
-		var st exitStatus
+		var st config.ExitStatus
 		if errors.As(err, &st) {
 			status = int(st)
 		} else if err != nil {

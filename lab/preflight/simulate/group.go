@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/lab/preflight"
 )
 
@@ -245,7 +246,7 @@ func (r *run) restoreExisting(ctx context.Context) (map[types.UID]string, error)
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("running pod %s not seen after %s", c.key, r.timeout)
 			}
-			if !sleep(ctx, poll) {
+			if !clock.Sleep(ctx, poll) {
 				return nil, ctx.Err()
 			}
 		}
@@ -284,7 +285,7 @@ func (r *run) canary(ctx context.Context) error {
 			r.s.logger.Warn("simulation: the canary pod was not bound; going on", "node", last)
 			break
 		}
-		if !sleep(ctx, poll) {
+		if !clock.Sleep(ctx, poll) {
 			return ctx.Err()
 		}
 	}
@@ -307,7 +308,7 @@ func (r *run) remove(ctx context.Context, pods []*created) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("pod %s still there after %s", c.key, r.timeout)
 			}
-			if !sleep(ctx, poll) {
+			if !clock.Sleep(ctx, poll) {
 				return ctx.Err()
 			}
 		}
@@ -325,20 +326,9 @@ func (r *run) waitGone(ctx context.Context, key string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pod %s still terminating after %s", key, r.timeout)
 		}
-		if !sleep(ctx, poll) {
+		if !clock.Sleep(ctx, poll) {
 			return ctx.Err()
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
