@@ -56,8 +56,8 @@ type Stack struct {
 	cancel context.CancelFunc
 	bg     background.Group // the correlator, the api and every collector
 
-	mu        sync.Mutex
-	collector *running
+	mu         sync.Mutex
+	collectors []*running // in the order they started; the last is "the collector"
 }
 
 type running struct {
@@ -163,10 +163,8 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 		return app.Run(cctx)
 	})
 	s.mu.Lock()
-	prev := s.collector
-	s.collector = r
+	s.collectors = append(s.collectors, r) // a previous one keeps running until it is stopped
 	s.mu.Unlock()
-	_ = prev // a previous collector keeps running until StopCollector
 	deadline := time.Now().Add(30 * time.Second)
 	for app.Ready() != nil {
 		if time.Now().After(deadline) {
@@ -177,11 +175,14 @@ func (s *Stack) StartCollector(ctx context.Context) error {
 	return nil
 }
 
-// StopCollector stops the most recently started collector, after its buffer is published.
+// StopCollector stops the most recently started collector, after its buffer is published; the
+// one started before it, if it still runs, becomes the collector.
 func (s *Stack) StopCollector() {
 	s.mu.Lock()
-	r := s.collector
-	s.collector = nil
+	var r *running
+	if n := len(s.collectors); n > 0 {
+		r, s.collectors = s.collectors[n-1], s.collectors[:n-1]
+	}
 	s.mu.Unlock()
 	if r == nil {
 		return
@@ -190,23 +191,29 @@ func (s *Stack) StopCollector() {
 	<-r.done
 }
 
-// CollectorMetrics gathers the running collector's metrics (nil when none runs).
-func (s *Stack) CollectorMetrics() prometheus.Gatherer {
+// current is the most recently started collector still running (nil when none runs).
+func (s *Stack) current() *running {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.collector == nil {
+	if n := len(s.collectors); n > 0 {
+		return s.collectors[n-1]
+	}
+	return nil
+}
+
+// CollectorMetrics gathers the running collector's metrics (nil when none runs).
+func (s *Stack) CollectorMetrics() prometheus.Gatherer {
+	r := s.current()
+	if r == nil {
 		return nil
 	}
-	return s.collector.reg
+	return r.reg
 }
 
 // Idle reports whether the collector has published everything and the correlator has stored
 // everything in the stream.
 func (s *Stack) Idle(ctx context.Context) (bool, error) {
-	s.mu.Lock()
-	r := s.collector
-	s.mu.Unlock()
-	if r != nil && r.app.Buffered() > 0 {
+	if r := s.current(); r != nil && r.app.Buffered() > 0 {
 		return false, nil
 	}
 	cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
@@ -238,9 +245,7 @@ func (s *Stack) CaughtUp(ctx context.Context) error {
 		}
 	}
 	if err := poll(func() (bool, error) {
-		s.mu.Lock()
-		r := s.collector
-		s.mu.Unlock()
+		r := s.current()
 		return r == nil || r.app.Buffered() == 0, nil
 	}); err != nil {
 		return err
@@ -270,9 +275,11 @@ func (s *Stack) CaughtUp(ctx context.Context) error {
 // Err returns what made a component stop early.
 func (s *Stack) Err() error { return s.bg.Err() }
 
-// Stop stops the collector, the api and the correlator, then NATS.
+// Stop stops every collector (newest first), the api and the correlator, then NATS.
 func (s *Stack) Stop() {
-	s.StopCollector()
+	for s.current() != nil {
+		s.StopCollector()
+	}
 	s.cancel()
 	s.bg.Wait()
 	if s.nc != nil {
