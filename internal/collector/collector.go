@@ -85,7 +85,7 @@ type Collector struct {
 	mu       sync.Mutex
 	known    map[types.UID]time.Time // pods seen in scope → when they were deleted (zero: present)
 	pending  map[types.UID][]pendingEvent
-	requests map[string]*prober.Request // experiment name → its fixed request
+	requests map[requestKey]*prober.Request // ConfigMap namespace and experiment name → its fixed request
 	prober   *prober.Prober
 
 	inventoryDue chan struct{}
@@ -123,7 +123,7 @@ func New(client kubernetes.Interface, pub *publisher.Publisher, cfg Config, logg
 	}
 	c := &Collector{
 		client: client, pub: pub, cfg: cfg, logger: logger, m: newMetrics(reg),
-		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[string]*prober.Request{},
+		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[requestKey]*prober.Request{},
 		inventoryDue: make(chan struct{}, 1),
 	}
 	c.prober = prober.New(cfg.Probe, pub, cfg.Cluster, cfg.Source, logger.With("component", "prober"), reg)
