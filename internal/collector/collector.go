@@ -42,6 +42,9 @@ type Config struct {
 
 	Resync         time.Duration // informer resync period (0: none; relists still happen)
 	InventoryEvery time.Duration // inventory period besides the ones after lists (0: none)
+	// InventoryChunk is the most pod UIDs in one inventory envelope; larger scopes are published
+	// in parts (0: kube.DefaultInventoryChunk, 10,000).
+	InventoryChunk int
 	// HeartbeatEvery is how often a heartbeat says each scope's watch is still live (0: none):
 	// it extends the observation of pods that are still there, Pending ones above all.
 	HeartbeatEvery time.Duration

@@ -169,6 +169,7 @@ type testOpts struct {
 	asyncTimeout time.Duration
 	namespaces   []string       // default ai-lab
 	probe        *prober.Config // default: no prober
+	invChunk     int            // most UIDs per inventory envelope (0: the default)
 }
 
 // startCollector runs a collector against the fake cluster, publishing to the NATS server at
@@ -208,6 +209,7 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 	if o.probe != nil {
 		cfg.Probe = *o.probe
 	}
+	cfg.InventoryChunk = o.invChunk
 	cfg.DCGM.Interval = 0
 	c, err := collector.New(k.client, pub, cfg, logger, reg)
 	if err != nil {
