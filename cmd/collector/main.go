@@ -139,6 +139,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.String(&o.probe.Default.Method, "probe-method", "SCHEDLENS_PROBE_METHOD", prdef.Default.Method, "prober: method when the experiment names no request (run)")
 	fs.Int(&o.probe.Default.Port, "probe-port", "SCHEDLENS_PROBE_PORT", prdef.Default.Port, "prober: port when the experiment names no request (run)")
 	fs.String(&o.probe.Default.Path, "probe-path", "SCHEDLENS_PROBE_PATH", prdef.Default.Path, "prober: path when the experiment names no request (run)")
+	fs.Int64(&o.probe.MaxBody, "probe-max-body", "SCHEDLENS_PROBE_MAX_BODY", prdef.MaxBody, "prober: response bytes read into memory per request (run)")
+	fs.Int(&o.probe.MaxPods, "probe-max-pods", "SCHEDLENS_PROBE_MAX_PODS", prdef.MaxPods, "prober: pods probed at once; more wait for a slot, counted (run)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -165,9 +167,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			fs.Usage()
 			return config.Usagef("-buffer must be positive")
 		}
-		if o.probe.Interval < 0 || o.probe.Timeout <= 0 || o.probe.Default.Port <= 0 || o.probe.Default.Port > 65535 {
+		if o.probe.Interval < 0 || o.probe.Timeout <= 0 || o.probe.Default.Port <= 0 || o.probe.Default.Port > 65535 || o.probe.MaxBody <= 0 || o.probe.MaxPods <= 0 {
 			fs.Usage()
-			return config.Usagef("-probe-interval must be ≥ 0, -probe-timeout positive, -probe-port in 1..65535")
+			return config.Usagef("-probe-interval must be ≥ 0, -probe-timeout, -probe-max-body and -probe-max-pods positive, -probe-port in 1..65535")
 		}
 	case "replay":
 		if len(pos) != 1 {

@@ -16,6 +16,7 @@ package align
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -295,24 +296,85 @@ func (f *Facts) Merge(o Facts) {
 	}
 }
 
-// Inventory is a full list of the pods in one collector scope (an inventory envelope).
+// Inventory is a full list of the pods in one collector scope (an inventory envelope), or one
+// part of it (Parts > 0): see WholeInventories.
 type Inventory struct {
 	Cluster, ScopeKey string
 	ListedAt          time.Time // when the list was started
 	UIDs              map[string]bool
+	Part, Parts       int // 1..Parts for a part of a chunked inventory; 0, 0 for a whole one
 }
 
-// InventoryOf reads an inventory envelope; false for other kinds.
+// InventoryOf reads an inventory envelope (a whole inventory or one part); false for other
+// kinds.
 func InventoryOf(env *events.Envelope) (Inventory, bool) {
 	p, ok := env.Payload.(*events.Inventory)
 	if !ok {
 		return Inventory{}, false
 	}
-	inv := Inventory{Cluster: env.Cluster, ScopeKey: p.Scope.Key(), ListedAt: env.OccurredAt, UIDs: make(map[string]bool, len(p.PodUIDs))}
+	inv := Inventory{Cluster: env.Cluster, ScopeKey: p.Scope.Key(), ListedAt: env.OccurredAt, UIDs: make(map[string]bool, len(p.PodUIDs)),
+		Part: p.Part, Parts: p.Parts}
 	for _, uid := range p.PodUIDs {
 		inv.UIDs[strings.ToLower(uid)] = true
 	}
 	return inv, true
+}
+
+// PartsKey names the chunked inventory a part belongs to: its cluster, scope, list time and
+// number of parts.
+func (inv Inventory) PartsKey() string {
+	return inv.Cluster + "\x1f" + inv.ScopeKey + "\x1f" + inv.ListedAt.UTC().Format(time.RFC3339Nano) + "\x1f" + strconv.Itoa(inv.Parts)
+}
+
+// WholeInventories returns the whole inventories among invs: each whole one as it is, and the
+// union of each chunked inventory's parts once all of them are there. The parts of an
+// incomplete one are left out — a part alone does not list the pods of the other parts, so
+// applying it would end them — until the missing parts arrive.
+func WholeInventories(invs []Inventory) []Inventory {
+	var out []Inventory
+	parts := map[string]map[int]Inventory{}
+	var order []string
+	for _, inv := range invs {
+		if inv.Parts == 0 {
+			out = append(out, inv)
+			continue
+		}
+		k := inv.PartsKey()
+		if parts[k] == nil {
+			parts[k] = map[int]Inventory{}
+			order = append(order, k)
+		}
+		parts[k][inv.Part] = inv
+	}
+	for _, k := range order {
+		if u, ok := Union(parts[k]); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Union is the whole inventory of a chunked inventory's parts (by part number); false while a
+// part is missing.
+func Union(parts map[int]Inventory) (Inventory, bool) {
+	var whole Inventory
+	for _, p := range parts {
+		whole = Inventory{Cluster: p.Cluster, ScopeKey: p.ScopeKey, ListedAt: p.ListedAt, UIDs: map[string]bool{}}
+		if len(parts) != p.Parts {
+			return Inventory{}, false
+		}
+		break
+	}
+	for i := 1; i <= len(parts); i++ {
+		p, ok := parts[i]
+		if !ok {
+			return Inventory{}, false
+		}
+		for uid := range p.UIDs {
+			whole.UIDs[uid] = true
+		}
+	}
+	return whole, len(parts) > 0
 }
 
 // ApplyInventories ends a pod that was deleted while no collector watched: an inventory of the

@@ -190,11 +190,12 @@ func ServiceInterruptions(envs []*events.Envelope, keys events.LabelKeys, exp ev
 	}
 	var spans [][]Span
 	var successes []time.Time
+	whole := WholeInventories(invs)
 	for uid, f := range facts {
 		if f.Experiment != exp {
 			continue
 		}
-		f.ApplyInventories(invs)
+		f.ApplyInventories(whole)
 		s := Derive(*f)
 		end := f.LastSeen
 		if s.Milestones.Ended != nil {

@@ -141,7 +141,7 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	if len(seen) == 0 {
 		return Timeline{}, false
 	}
-	f.ApplyInventories(invs)
+	f.ApplyInventories(WholeInventories(invs))
 	f.ApplyWatches(watches)
 	SortEvents(list)
 	tl = Timeline{Summary: Derive(f), Interruptions: []Window{}, Events: list}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -92,6 +93,36 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	}
 	return s, nil
 }
+
+// TooLarge reports a publish refused for the message's size — larger than the server's
+// max_payload (refused by the client before sending), than the stream's max message size, or
+// than its store takes. It is permanent: the same bytes are refused every time.
+func TooLarge(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum ||
+			(api.ErrorCode == jsErrCodeStoreFailed && strings.Contains(api.Description, "message too large"))
+	}
+	return false
+}
+
+// StreamFull reports a publish refused because the stream is at a limit and refuses new
+// messages (a stream provisioned with discard-new): transient, retried until the correlator
+// has consumed enough or the operator raised the limit.
+func StreamFull(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && api.ErrorCode == jsErrCodeStoreFailed {
+		return strings.Contains(api.Description, "maximum bytes exceeded") || strings.Contains(api.Description, "maximum messages")
+	}
+	return false
+}
+
+// jsErrCodeStoreFailed is JetStream's JSStreamStoreFailedF: storing the message failed, the
+// description says why (nats-server's ErrMaxBytes, ErrMaxMsgs, ErrMsgTooLarge).
+const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
 
 // PublishAsync publishes env on schedlens.v1.<cluster>.<kind> with Nats-Msg-Id set to its id,
 // so the server drops a copy published within the duplicate window.

@@ -42,6 +42,9 @@ type Config struct {
 
 	Resync         time.Duration // informer resync period (0: none; relists still happen)
 	InventoryEvery time.Duration // inventory period besides the ones after lists (0: none)
+	// InventoryChunk is the most pod UIDs in one inventory envelope; larger scopes are published
+	// in parts (0: kube.DefaultInventoryChunk, 10,000).
+	InventoryChunk int
 	// HeartbeatEvery is how often a heartbeat says each scope's watch is still live (0: none):
 	// it extends the observation of pods that are still there, Pending ones above all.
 	HeartbeatEvery time.Duration
@@ -85,7 +88,7 @@ type Collector struct {
 	mu       sync.Mutex
 	known    map[types.UID]time.Time // pods seen in scope → when they were deleted (zero: present)
 	pending  map[types.UID][]pendingEvent
-	requests map[string]*prober.Request // experiment name → its fixed request
+	requests map[requestKey]*prober.Request // ConfigMap namespace and experiment name → its fixed request
 	prober   *prober.Prober
 
 	inventoryDue chan struct{}
@@ -123,7 +126,7 @@ func New(client kubernetes.Interface, pub *publisher.Publisher, cfg Config, logg
 	}
 	c := &Collector{
 		client: client, pub: pub, cfg: cfg, logger: logger, m: newMetrics(reg),
-		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[string]*prober.Request{},
+		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[requestKey]*prober.Request{},
 		inventoryDue: make(chan struct{}, 1),
 	}
 	c.prober = prober.New(cfg.Probe, pub, cfg.Cluster, cfg.Source, logger.With("component", "prober"), reg)

@@ -146,7 +146,7 @@ func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
 		c.logger.Warn("the experiment's fixed request cannot be sent safely: its pods are not probed", "experiment", exp.Name, "configmap", cm.Namespace+"/"+cm.Name, "error", err)
 	}
 	c.mu.Lock()
-	c.requests[exp.Name] = req
+	c.requests[requestKey{cm.Namespace, exp.Name}] = req
 	c.mu.Unlock()
 	env, err := kube.ExperimentEnvelope(cm, c.meta(sw))
 	if err != nil {
@@ -156,11 +156,17 @@ func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
 	c.pub.Offer(env)
 }
 
-// requestFor is the probe request of the pod's experiment, nil for the default.
+// requestKey names an experiment's fixed request: the namespace of its ConfigMap and the
+// experiment's name. A pod is probed with the request its own namespace defines, so a ConfigMap
+// in one namespace cannot choose what is sent to the pods of another.
+type requestKey struct{ namespace, experiment string }
+
+// requestFor is the probe request of the pod's experiment as its namespace defines it, nil for
+// the default.
 func (c *Collector) requestFor(pod *corev1.Pod) *prober.Request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.requests[pod.Labels[c.cfg.Labels.Experiment]]
+	return c.requests[requestKey{pod.Namespace, pod.Labels[c.cfg.Labels.Experiment]}]
 }
 
 func (c *Collector) convertError(kind, name string, err error) {

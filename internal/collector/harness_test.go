@@ -28,6 +28,7 @@ import (
 	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/prober"
 	"github.com/schedlens/schedlens/internal/publisher"
 )
 
@@ -166,6 +167,9 @@ type running struct {
 type testOpts struct {
 	buffer       int
 	asyncTimeout time.Duration
+	namespaces   []string       // default ai-lab
+	probe        *prober.Config // default: no prober
+	invChunk     int            // most UIDs per inventory envelope (0: the default)
 }
 
 // startCollector runs a collector against the fake cluster, publishing to the NATS server at
@@ -196,9 +200,16 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 	cfg := collector.DefaultConfig()
 	cfg.Cluster, cfg.Source = "lab", "collector/test"
 	cfg.Namespaces = []string{"ai-lab"}
+	if o.namespaces != nil {
+		cfg.Namespaces = o.namespaces
+	}
 	cfg.PendingTTL = 500 * time.Millisecond
 	// The recorded pods have cluster IPs (10.244.x): never probe or scrape them from a test.
 	cfg.Probe.Interval = 0
+	if o.probe != nil {
+		cfg.Probe = *o.probe
+	}
+	cfg.InventoryChunk = o.invChunk
 	cfg.DCGM.Interval = 0
 	c, err := collector.New(k.client, pub, cfg, logger, reg)
 	if err != nil {

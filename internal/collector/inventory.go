@@ -142,13 +142,17 @@ func (c *Collector) inventory(ctx context.Context, sw *scopeWatch) error {
 			uids = append(uids, string(pod.UID))
 		}
 	}
-	env, err := kube.InventoryEnvelope(uids, m.Observed, m)
+	// A scope too large for one message is published in parts (kube.InventoryEnvelopes); the
+	// correlator applies them together once all are stored.
+	envs, err := kube.InventoryEnvelopes(uids, m.Observed, m, c.cfg.InventoryChunk)
 	if err != nil {
 		c.convertError("inventory", sw.scope.Key(), err)
 		return nil
 	}
-	if err := c.pub.Put(ctx, env); err != nil {
-		return err
+	for _, env := range envs {
+		if err := c.pub.Put(ctx, env); err != nil {
+			return err
+		}
 	}
 	c.m.inventories.Inc()
 	return nil

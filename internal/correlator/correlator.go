@@ -53,6 +53,8 @@ type Correlator struct {
 	db      *store.DB
 	logger  *slog.Logger
 	metrics *metrics
+	// lastSeq is the highest stream sequence this process was delivered (checkLoss).
+	lastSeq uint64
 }
 
 // New builds a correlator; Run starts it.
@@ -91,6 +93,8 @@ func (c *Correlator) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create consumer %s: %w", c.cfg.Consumer, err)
 	}
+	// Where the consumer left off, so a restart counts what was discarded while it was away.
+	c.lastSeq = cons.CachedInfo().Delivered.Stream
 	c.logger.Info("consuming", "stream", bus.StreamName, "consumer", c.cfg.Consumer, "batch_size", c.cfg.BatchSize, "batch_wait", c.cfg.BatchWait)
 
 	go c.watchPending(ctx, cons)
@@ -128,6 +132,7 @@ func (c *Correlator) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 		if len(items) == 0 {
 			continue
 		}
+		c.checkLoss(ctx, items)
 		select {
 		case out <- items:
 		case <-abort:
@@ -136,6 +141,35 @@ func (c *Correlator) fetch(ctx context.Context, cons jetstream.Consumer, out cha
 			}
 			return
 		}
+	}
+}
+
+// checkLoss counts the messages the stream discarded before they were ever delivered: a first
+// delivery beyond the highest sequence seen so far, when the stream no longer holds the
+// sequences in between (its first sequence is past them), means they were dropped by the
+// stream's limits (the oldest go first at -stream-max-bytes, and at -stream-max-age) while
+// still unconsumed. With one correlator the count is exact; replicas sharing the consumer
+// deliver each other's sequences, so theirs is an upper bound, and only while the stream
+// discards right behind the consumer. The alert on schedlens_correlator_stream_unconsumed_bytes
+// fires before that.
+func (c *Correlator) checkLoss(ctx context.Context, items []*item) {
+	for _, it := range items {
+		meta, err := it.msg.Metadata()
+		if err != nil || meta.NumDelivered != 1 {
+			continue
+		}
+		seq := meta.Sequence.Stream
+		if c.lastSeq != 0 && seq > c.lastSeq+1 {
+			if st, err := c.js.Stream(ctx, bus.StreamName); err == nil {
+				if first := st.CachedInfo().State.FirstSeq; first > c.lastSeq+1 {
+					lost := min(seq, first) - c.lastSeq - 1
+					c.metrics.lost.Add(float64(lost))
+					c.logger.Error("the stream discarded messages before they were delivered: raise -stream-max-bytes or -stream-max-age, or scale the correlator",
+						"lost", lost, "from_seq", c.lastSeq+1, "to_seq", min(seq, first)-1)
+				}
+			}
+		}
+		c.lastSeq = max(c.lastSeq, seq)
 	}
 }
 

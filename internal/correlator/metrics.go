@@ -24,6 +24,10 @@ type metrics struct {
 	streamBytes    prometheus.Gauge
 	streamMaxBytes prometheus.Gauge
 	streamMessages prometheus.Gauge
+	// What the correlator has not consumed yet, against the same limit: at 100 %, what the
+	// stream discards was never stored.
+	unconsumedBytes prometheus.Gauge
+	lost            prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -63,9 +67,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		streamMessages: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "schedlens_correlator_stream_messages", Help: "Messages the SCHEDLENS stream holds.",
 		}),
+		unconsumedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "schedlens_correlator_stream_unconsumed_bytes", Help: "Bytes of the SCHEDLENS stream not yet acknowledged by the consumer (pending and ack-pending messages at the stream's mean message size).",
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "schedlens_correlator_stream_lost_total", Help: "Messages the stream discarded (byte or age limit) before the consumer was delivered them.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.stored, m.duplicates, m.deadLetters, m.batchFailures, m.batchSize, m.batchSeconds, m.pending, m.ackPending,
-		m.streamBytes, m.streamMaxBytes, m.streamMessages} {
+		m.streamBytes, m.streamMaxBytes, m.streamMessages, m.unconsumedBytes, m.lost} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -89,15 +99,18 @@ func (c *Correlator) watchPending(ctx context.Context, cons jetstream.Consumer) 
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
+		var unconsumed uint64
 		if info, err := cons.Info(ctx); err == nil {
 			c.metrics.pending.Set(float64(info.NumPending))
 			c.metrics.ackPending.Set(float64(info.NumAckPending))
+			unconsumed = info.NumPending + uint64(info.NumAckPending)
 		}
 		if st, err := c.js.Stream(ctx, bus.StreamName); err == nil {
 			info := st.CachedInfo()
 			c.metrics.streamBytes.Set(float64(info.State.Bytes))
 			c.metrics.streamMaxBytes.Set(float64(info.Config.MaxBytes))
 			c.metrics.streamMessages.Set(float64(info.State.Msgs))
+			c.metrics.unconsumedBytes.Set(unconsumedBytes(info.State.Bytes, info.State.Msgs, unconsumed))
 		}
 		select {
 		case <-ctx.Done():
@@ -105,6 +118,15 @@ func (c *Correlator) watchPending(ctx context.Context, cons jetstream.Consumer) 
 		case <-t.C:
 		}
 	}
+}
+
+// unconsumedBytes estimates the bytes of the unconsumed messages: their number at the stream's
+// mean message size, at most the stream's bytes.
+func unconsumedBytes(bytes, msgs, unconsumed uint64) float64 {
+	if msgs == 0 || unconsumed == 0 {
+		return 0
+	}
+	return float64(bytes) * float64(min(unconsumed, msgs)) / float64(msgs)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -9,14 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/ops"
@@ -38,7 +41,13 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Bound, when set, hears the metrics listener's address.
 	Bound func(addr string)
+	// DatabaseRetryMax is the longest wait between attempts to reach the database on start
+	// (zero: DefaultDatabaseRetryMax).
+	DatabaseRetryMax time.Duration
 }
+
+// DefaultDatabaseRetryMax is the longest wait between two attempts to reach the database.
+const DefaultDatabaseRetryMax = 10 * time.Second
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
@@ -88,8 +97,9 @@ func Rebuild(ctx context.Context, o Options, chunk int) (store.RebuildResult, er
 	return db.Rebuild(ctx, chunk)
 }
 
-// Run migrates the schema, creates or updates the stream and its durable consumer, and stores
-// batches until ctx ends (the batch in flight is finished first, and its acks flushed).
+// Run waits for the database (retrying with backoff, /readyz 503 meanwhile), migrates the
+// schema, creates or updates the stream and its durable consumer, and stores batches until ctx
+// ends (the batch in flight is finished first, and its acks flushed).
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	logger := o.Logger
@@ -98,41 +108,90 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
-	nc, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if _, err := bus.EnsureStream(ctx, js, o.Stream); err != nil {
-		return err
-	}
-	c, err := correlator.New(js, db, o.Correlator, logger, o.Registry)
-	if err != nil {
-		return err
-	}
+	var (
+		migrated atomic.Bool
+		nc       atomic.Pointer[nats.Conn]
+	)
 	ready := func(ctx context.Context) error {
-		if !nc.IsConnected() {
+		if !migrated.Load() {
+			return errors.New("database: not reachable or not migrated yet")
+		}
+		if c := nc.Load(); c == nil || !c.IsConnected() {
 			return errors.New("nats: not connected")
 		}
 		return db.Ping(ctx)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.Run(gctx) })
 	g.Go(func() error {
 		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound)
 	})
+	g.Go(func() error {
+		if err := waitAndMigrate(gctx, db, o.DatabaseRetryMax, logger); err != nil {
+			return err
+		}
+		migrated.Store(true)
+		conn, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger)
+		if err != nil {
+			return err
+		}
+		nc.Store(conn)
+		js, err := jetstream.New(conn)
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		if _, err := bus.EnsureStream(gctx, js, o.Stream); err != nil {
+			return err
+		}
+		c, err := correlator.New(js, db, o.Correlator, logger, o.Registry)
+		if err != nil {
+			return err
+		}
+		return c.Run(gctx)
+	})
 	err = g.Wait()
-	// Acks of the last batch are in the connection's buffer: send them before closing.
-	if ferr := nc.FlushTimeout(5 * time.Second); ferr != nil {
-		logger.Warn("flush acks on shutdown", "error", ferr)
+	if conn := nc.Load(); conn != nil {
+		// Acks of the last batch are in the connection's buffer: send them before closing.
+		if ferr := conn.FlushTimeout(5 * time.Second); ferr != nil {
+			logger.Warn("flush acks on shutdown", "error", ferr)
+		}
+		conn.Close()
 	}
 	logger.Info("stopped")
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
 	return err
+}
+
+// waitAndMigrate waits until the database answers — logging each failed attempt, retrying
+// from 250 ms doubling up to retryMax — then migrates. A migration that fails while the
+// database answers is an error (the schema, not the connection); one that fails because the
+// database went away again is retried. It returns ctx's error when ctx ends first.
+func waitAndMigrate(ctx context.Context, db *store.DB, retryMax time.Duration, logger *slog.Logger) error {
+	if retryMax <= 0 {
+		retryMax = DefaultDatabaseRetryMax
+	}
+	delay, since := 250*time.Millisecond, time.Now()
+	for attempt := 1; ; attempt++ {
+		err := db.Ping(ctx)
+		if err == nil {
+			if err = db.Migrate(ctx); err == nil {
+				if attempt > 1 {
+					logger.Info("database reachable", "attempts", attempt, "waited", time.Since(since).Round(time.Millisecond))
+				}
+				return nil
+			}
+			if db.Ping(ctx) == nil {
+				return err
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Warn("waiting for the database", "attempt", attempt, "retry_in", delay, "error", err)
+		if !clock.Sleep(ctx, delay) {
+			return ctx.Err()
+		}
+		delay = min(2*delay, retryMax)
+	}
 }

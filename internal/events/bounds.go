@@ -25,6 +25,8 @@ const (
 	MaxListLen = 4096
 	// MaxInventoryPods bounds the pod_uids of one inventory.
 	MaxInventoryPods = 100_000
+	// MaxInventoryParts bounds the parts of one chunked inventory (Inventory.Parts).
+	MaxInventoryParts = 1000
 	// MaxDepth bounds how deep below data a value may be nested (free-form values: an
 	// experiment's fixed, arms, …).
 	MaxDepth = 32

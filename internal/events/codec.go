@@ -274,6 +274,14 @@ func (p *Inventory) validate() error {
 	if p.PodUIDs == nil {
 		return invalid("data.pod_uids", "missing")
 	}
+	switch {
+	case p.Parts == 0 && p.Part != 0:
+		return invalid("data.part", "%d without data.parts", p.Part)
+	case p.Parts < 0 || p.Parts > MaxInventoryParts:
+		return invalid("data.parts", "want 1 to %d, got %d", MaxInventoryParts, p.Parts)
+	case p.Parts > 0 && (p.Part < 1 || p.Part > p.Parts):
+		return invalid("data.part", "want 1 to %d (data.parts), got %d", p.Parts, p.Part)
+	}
 	for i, uid := range p.PodUIDs {
 		if !ValidUID(uid) {
 			return invalid(fmt.Sprintf("data.pod_uids[%d]", i), "%q is not a Kubernetes UID", uid)

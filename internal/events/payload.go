@@ -264,9 +264,17 @@ func (r *Request) Served() bool { return r.PodReady == nil || *r.PodReady }
 // Inventory lists every pod in the collector's scope after a full list (inventory).
 // Its occurred_at is when the list was started: a pod last seen before then and not listed
 // was deleted unobserved.
+//
+// An inventory too large for one message (NATS' max_payload, 1 MiB by default, holds ~27,000
+// UIDs) is published in Parts envelopes, Part 1 to Parts, each with a share of the UIDs and the
+// same cluster, scope and occurred_at: together they are one inventory, applied once every part
+// is stored (align.WholeInventories), never a part alone — a part does not list the pods of the
+// others. Part and Parts are both zero for an inventory in one envelope.
 type Inventory struct {
 	Scope   Scope    `json:"scope"`
 	PodUIDs []string `json:"pod_uids"`
+	Part    int      `json:"part,omitempty"`
+	Parts   int      `json:"parts,omitempty"`
 }
 
 // Heartbeat says a collector's watch of Scope was live from Since to the envelope's

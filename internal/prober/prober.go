@@ -5,8 +5,11 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,11 +40,26 @@ type Config struct {
 	Timeout  time.Duration // per request
 	// Default is sent to pods whose experiment definition names no request.
 	Default Request
+	// MaxBody is how much of each response body is read into memory (bytes_in counts up to
+	// it); the rest is read and discarded within Timeout. Zero: DefaultMaxBody.
+	MaxBody int64
+	// MaxPods is how many pods are probed at once; pods beyond wait for a slot, counted in
+	// schedlens_collector_probes_skipped_total. Zero: DefaultMaxPods.
+	MaxPods int
 }
 
-// DefaultConfig probes every pod 5 times a second with a 2 s timeout.
+const (
+	// DefaultMaxBody is the response body read per probe: 64 KiB.
+	DefaultMaxBody = 64 << 10
+	// DefaultMaxPods is the pods probed at once by one collector: 500 (2,500 requests/s at
+	// the default interval).
+	DefaultMaxPods = 500
+)
+
+// DefaultConfig probes every pod 5 times a second with a 2 s timeout, up to 500 pods at once.
 func DefaultConfig() Config {
-	return Config{Interval: 200 * time.Millisecond, Timeout: 2 * time.Second, Default: Request{Method: "GET", Port: 8000, Path: "/"}}
+	return Config{Interval: 200 * time.Millisecond, Timeout: 2 * time.Second, Default: Request{Method: "GET", Port: 8000, Path: "/"},
+		MaxBody: DefaultMaxBody, MaxPods: DefaultMaxPods}
 }
 
 // Sink takes the request envelopes, waiting for room (the collector's publisher).
@@ -64,8 +82,15 @@ type Prober struct {
 
 	mu     sync.Mutex
 	probes map[types.UID]*probe
-	wg     sync.WaitGroup
-	ctx    context.Context
+	// waiting are the live pods beyond MaxPods, started as slots free.
+	waiting map[types.UID]waitingPod
+	wg      sync.WaitGroup
+	ctx     context.Context
+}
+
+type waitingPod struct {
+	pod *corev1.Pod
+	req *Request
 }
 
 type probe struct {
@@ -130,19 +155,30 @@ func servingReady(pod *corev1.Pod) bool {
 // New returns a prober publishing through pub, registering its metrics with reg; Start it
 // before Observe.
 func New(cfg Config, pub Sink, cluster, source string, logger *slog.Logger, reg prometheus.Registerer) *Prober {
-	return &Prober{cfg: cfg, pub: pub, cluster: cluster, source: source, logger: logger, m: newMetrics(reg), probes: map[types.UID]*probe{}}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = DefaultMaxPods
+	}
+	return &Prober{cfg: cfg, pub: pub, cluster: cluster, source: source, logger: logger, m: newMetrics(reg),
+		probes: map[types.UID]*probe{}, waiting: map[types.UID]waitingPod{}}
 }
 
 type metrics struct {
-	probesActive prometheus.Gauge
-	probeResults *prometheus.CounterVec
+	probesActive  prometheus.Gauge
+	probesWaiting prometheus.Gauge
+	probesSkipped prometheus.Counter
+	probeResults  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
 	return &metrics{
-		probesActive: f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_probes_active", Help: "Pods the prober is sending the experiment's request to."}),
-		probeResults: f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_probe_requests_total", Help: "Probe attempts by error class (\"\" for success)."}, []string{"error"}),
+		probesActive:  f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_probes_active", Help: "Pods the prober is sending the experiment's request to."}),
+		probesWaiting: f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_probes_waiting", Help: "Running pods not probed because -probe-max-pods are probed already."}),
+		probesSkipped: f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_probes_skipped_total", Help: "Pods that found -probe-max-pods probed already (each counted once while it waits)."}),
+		probeResults:  f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_probe_requests_total", Help: "Probe attempts by error class (\"\" for success)."}, []string{"error"}),
 	}
 }
 
@@ -154,7 +190,8 @@ func (p *Prober) Start(ctx context.Context) {
 }
 
 // Observe starts probing a pod that runs with an IP and stops probing one that is gone,
-// terminating or finished. req is the pod's experiment request (nil: the default).
+// terminating or finished. req is the pod's experiment request (nil: the default). Beyond
+// MaxPods probes, a pod waits (counted) and is started when a probe ends.
 func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	if p.cfg.Interval <= 0 {
 		return
@@ -162,6 +199,14 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	live := !deleted && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if _, ok := p.waiting[pod.UID]; ok {
+		delete(p.waiting, pod.UID)
+		p.m.probesWaiting.Dec()
+		if live && req != Refused {
+			p.wait(pod, req, false)
+			return
+		}
+	}
 	cur := p.probes[pod.UID]
 	if cur != nil {
 		// Results still arriving from a stopped attack are matched against this too: a pod seen
@@ -169,12 +214,52 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 		cur.ready.set(time.Now(), live && servingReady(pod))
 	}
 	if cur != nil && (!live || cur.ip != pod.Status.PodIP) {
-		cur.attacker.Stop()
-		delete(p.probes, pod.UID)
-		p.m.probesActive.Dec()
+		p.stop(pod.UID, cur)
 		cur = nil
+		defer p.fill()
 	}
-	if !live || cur != nil || req == Refused || p.ctx == nil || p.ctx.Err() != nil {
+	if !live || cur != nil || req == Refused {
+		return
+	}
+	if len(p.probes) >= p.cfg.MaxPods {
+		p.wait(pod, req, true)
+		return
+	}
+	p.start(pod, req)
+}
+
+// wait keeps a pod for the next free slot; count says it is new to the wait.
+func (p *Prober) wait(pod *corev1.Pod, req *Request, count bool) {
+	if count {
+		p.m.probesSkipped.Inc()
+		p.logger.Debug("pod waits for a probe slot", "pod", pod.Namespace+"/"+pod.Name, "max_pods", p.cfg.MaxPods)
+	}
+	p.waiting[pod.UID] = waitingPod{pod: pod, req: req}
+	p.m.probesWaiting.Inc()
+}
+
+// stop ends one probe (p.mu held).
+func (p *Prober) stop(uid types.UID, pr *probe) {
+	pr.attacker.Stop()
+	delete(p.probes, uid)
+	p.m.probesActive.Dec()
+}
+
+// fill starts waiting pods while slots are free (p.mu held).
+func (p *Prober) fill() {
+	for uid, w := range p.waiting {
+		if len(p.probes) >= p.cfg.MaxPods {
+			return
+		}
+		delete(p.waiting, uid)
+		p.m.probesWaiting.Dec()
+		p.start(w.pod, w.req)
+	}
+}
+
+// start probes a live pod (p.mu held).
+func (p *Prober) start(pod *corev1.Pod, req *Request) {
+	if p.ctx == nil || p.ctx.Err() != nil {
 		return
 	}
 	if req == nil {
@@ -189,7 +274,8 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	if req.Body != "" {
 		target.Header = map[string][]string{"Content-Type": {"application/json"}}
 	}
-	a := vegeta.NewAttacker(vegeta.Timeout(p.cfg.Timeout), vegeta.Workers(2), vegeta.KeepAlive(true), vegeta.Redirects(0))
+	a := vegeta.NewAttacker(vegeta.Client(podClient(pod.Status.PodIP, req.Port)), vegeta.Timeout(p.cfg.Timeout), vegeta.Workers(2),
+		vegeta.KeepAlive(true), vegeta.Redirects(0), vegeta.MaxBody(p.cfg.MaxBody))
 	pr := &probe{ip: pod.Status.PodIP, attacker: a}
 	pr.ready.set(time.Now(), servingReady(pod))
 	p.probes[pod.UID] = pr
@@ -199,11 +285,12 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	rate := vegeta.ConstantPacer{Freq: 1, Per: p.cfg.Interval}
 	results := a.Attack(vegeta.NewStaticTargeter(target), rate, 0, began.Format(time.RFC3339Nano))
 	ctx := p.ctx
+	node := pod.Spec.NodeName
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		for res := range results {
-			env, err := p.envelope(ref, pod.Spec.NodeName, began, res, pr.ready.at(res.Timestamp))
+			env, err := p.envelope(ref, node, began, res, pr.ready.at(res.Timestamp))
 			if err != nil {
 				p.logger.Warn("probe result", "pod", ref.Namespace+"/"+ref.Name, "error", err)
 				continue
@@ -216,13 +303,37 @@ func (p *Prober) Observe(pod *corev1.Pod, deleted bool, req *Request) {
 	}()
 }
 
+// ErrNotThePod is the error of a probe connection to anything but the pod's own address.
+var ErrNotThePod = errors.New("prober: connection to another address than the pod's refused")
+
+// podClient is the HTTP client of one pod's probe: no proxy (HTTP_PROXY would carry the request
+// elsewhere), redirects not followed (vegeta.Redirects(0)), and a dialer that connects to the
+// pod's IP and port only, whatever the request names.
+func podClient(ip string, port int) *http.Client {
+	want := net.JoinHostPort(ip, strconv.Itoa(port))
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != want {
+				return nil, fmt.Errorf("%w: %s, not %s", ErrNotThePod, addr, want)
+			}
+			return d.DialContext(ctx, network, want)
+		},
+		MaxIdleConnsPerHost: 4,
+		DisableCompression:  true, // the body read is the body sent: MaxBody bounds the bytes on the wire
+	}}
+}
+
 // Stop stops every probe and waits for their last results to be queued.
 func (p *Prober) Stop() {
 	p.mu.Lock()
 	for uid, pr := range p.probes {
-		pr.attacker.Stop()
-		delete(p.probes, uid)
-		p.m.probesActive.Dec()
+		p.stop(uid, pr)
+	}
+	for uid := range p.waiting {
+		delete(p.waiting, uid)
+		p.m.probesWaiting.Dec()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()

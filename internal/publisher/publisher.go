@@ -173,8 +173,9 @@ func (p *Publisher) send(ctx context.Context, batch []*events.Envelope) []*event
 	for _, env := range batch {
 		f, err := bus.PublishAsync(p.js, env)
 		if err != nil {
-			p.fail(env, err)
-			failed = append(failed, env)
+			if p.fail(env, err) {
+				failed = append(failed, env)
+			}
 			continue
 		}
 		flying = append(flying, inflight{env, f})
@@ -188,8 +189,9 @@ func (p *Publisher) send(ctx context.Context, batch []*events.Envelope) []*event
 				p.m.published.WithLabelValues(string(fl.env.Kind)).Inc()
 			}
 		case err := <-fl.f.Err():
-			p.fail(fl.env, err)
-			failed = append(failed, fl.env)
+			if p.fail(fl.env, err) {
+				failed = append(failed, fl.env)
+			}
 		case <-ctx.Done():
 			// Shutting down: what is still unacknowledged is retried by the drain.
 			failed = append(failed, fl.env)
@@ -198,9 +200,25 @@ func (p *Publisher) send(ctx context.Context, batch []*events.Envelope) []*event
 	return failed
 }
 
-func (p *Publisher) fail(env *events.Envelope, err error) {
+// fail counts a failed publish and reports whether to retry it. A message too large is
+// permanent — the same bytes are refused every time — so it is logged, counted and dropped,
+// never retried. A stream refusing new messages because it is full (provisioned with
+// discard-new) is counted apart and retried with the others: the buffer holds what follows
+// meanwhile, and what overflows it is re-published from the cluster state on recovery.
+func (p *Publisher) fail(env *events.Envelope, err error) bool {
+	switch {
+	case bus.TooLarge(err):
+		size := len(env.Raw)
+		p.m.tooLarge.WithLabelValues(string(env.Kind)).Inc()
+		p.logger.Error("envelope too large for NATS; dropped, not retried", "id", env.ID, "kind", env.Kind, "bytes", size, "error", err)
+		return false
+	case bus.StreamFull(err):
+		p.m.streamFull.Inc()
+		p.logger.Warn("the stream is full and refuses new messages; holding and retrying", "id", env.ID, "error", err)
+	}
 	p.m.publishFailures.Inc()
 	p.logger.Debug("publish failed; will retry", "id", env.ID, "error", err)
+	return true
 }
 
 // recovered calls OnRecover once publishing works again after a failure or an overflow.
@@ -241,6 +259,8 @@ type metrics struct {
 	publishFailures prometheus.Counter
 	buffered        prometheus.Gauge
 	dropped         prometheus.Counter
+	tooLarge        *prometheus.CounterVec
+	streamFull      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -251,9 +271,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		publishFailures: f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_publish_failures_total", Help: "Publish attempts that failed and were retried."}),
 		buffered:        f.NewGauge(prometheus.GaugeOpts{Name: "schedlens_collector_buffered", Help: "Envelopes waiting for JetStream: buffered or being retried."}),
 		dropped:         f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_buffer_overflows_total", Help: "Envelopes dropped because the buffer was full; the current state is re-published once JetStream accepts messages."}),
+		tooLarge:        f.NewCounterVec(prometheus.CounterOpts{Name: "schedlens_collector_publish_too_large_total", Help: "Envelopes dropped because NATS refuses their size (max_payload, the stream's max message size): permanent, never retried."}, []string{"kind"}),
+		streamFull:      f.NewCounter(prometheus.CounterOpts{Name: "schedlens_collector_stream_full_total", Help: "Publishes refused because the stream was full and refuses new messages (discard-new); retried."}),
 	}
 	for _, k := range events.Kinds {
 		m.published.WithLabelValues(string(k))
+		m.tooLarge.WithLabelValues(string(k))
 	}
 	return m
 }

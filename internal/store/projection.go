@@ -173,6 +173,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	kinds := map[events.Kind]*kindCount{}
 	var invRows [][]any
 	var newInvs []align.Inventory
+	parts := map[string]map[int]partOf{} // chunked inventories' parts, by align.Inventory.PartsKey
 	watches := map[[3]string]align.Watch{}
 	for _, env := range envs {
 		if counted {
@@ -186,7 +187,14 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 				kc.last = env.OccurredAt
 			}
 		}
-		if inv, ok := align.InventoryOf(env); ok {
+		if inv, ok := align.InventoryOf(env); ok && inv.Parts > 0 {
+			k := inv.PartsKey()
+			if parts[k] == nil {
+				parts[k] = map[int]partOf{}
+			}
+			parts[k][inv.Part] = partOf{id: env.ID, inv: inv}
+			continue
+		} else if ok {
 			uids := slices.Sorted(maps.Keys(inv.UIDs))
 			if uids == nil {
 				uids = []string{} // an empty scope: every pod of it is gone
@@ -239,6 +247,16 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	if len(podRows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_pods"}, podColumns, pgx.CopyFromRows(podRows)); err != nil {
 			return fmt.Errorf("copy pod facts to staging: %w", err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(parts)) {
+		whole, ok, err := storeParts(ctx, tx, parts[k])
+		if err != nil {
+			return err
+		}
+		if ok {
+			invRows = append(invRows, []any{whole.id, whole.inv.Cluster, whole.inv.ScopeKey, whole.inv.ListedAt, slices.Sorted(maps.Keys(whole.inv.UIDs))})
+			newInvs = append(newInvs, whole.inv)
 		}
 	}
 	if len(invRows) > 0 {
@@ -294,6 +312,67 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		return fmt.Errorf("merge projections: %w", err)
 	}
 	return applyInventories(ctx, tx, newInvs)
+}
+
+// partOf is one part of a chunked inventory and its envelope id.
+type partOf struct {
+	id  string
+	inv align.Inventory
+}
+
+// storeParts keeps new parts of one chunked inventory (by part number) in inventory_parts and,
+// when they complete it — every part 1..Parts stored and at least one of them new here —,
+// returns the union as a whole inventory to store and apply. Correlators completing the same
+// inventory at once take turns (a transaction-scoped advisory lock on its key), so exactly one
+// of them sees it complete.
+func storeParts(ctx context.Context, tx pgx.Tx, batch map[int]partOf) (partOf, bool, error) {
+	var first align.Inventory
+	for _, p := range batch {
+		first = p.inv
+		break
+	}
+	key := first.PartsKey()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 20))`, key); err != nil {
+		return partOf{}, false, fmt.Errorf("lock inventory parts: %w", err)
+	}
+	added := false
+	for _, n := range slices.Sorted(maps.Keys(batch)) {
+		p := batch[n]
+		tag, err := tx.Exec(ctx, `INSERT INTO inventory_parts (cluster, scope_key, listed_at, parts, part, id, pod_uids)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+			p.inv.Cluster, p.inv.ScopeKey, p.inv.ListedAt, p.inv.Parts, p.inv.Part, p.id, slices.Sorted(maps.Keys(p.inv.UIDs)))
+		if err != nil {
+			return partOf{}, false, fmt.Errorf("store inventory part: %w", err)
+		}
+		added = added || tag.RowsAffected() > 0
+	}
+	if !added {
+		return partOf{}, false, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT part, pod_uids FROM inventory_parts
+WHERE cluster = $1 AND scope_key = $2 AND listed_at = $3 AND parts = $4`, first.Cluster, first.ScopeKey, first.ListedAt, first.Parts)
+	if err != nil {
+		return partOf{}, false, fmt.Errorf("read inventory parts: %w", err)
+	}
+	stored := map[int]align.Inventory{}
+	var part int
+	var uids []string
+	if _, err := pgx.ForEachRow(rows, []any{&part, &uids}, func() error {
+		inv := align.Inventory{Cluster: first.Cluster, ScopeKey: first.ScopeKey, ListedAt: first.ListedAt, Part: part, Parts: first.Parts, UIDs: map[string]bool{}}
+		for _, u := range uids {
+			inv.UIDs[u] = true
+		}
+		stored[part] = inv
+		return nil
+	}); err != nil {
+		return partOf{}, false, fmt.Errorf("read inventory parts: %w", err)
+	}
+	whole, ok := align.Union(stored)
+	if !ok {
+		return partOf{}, false, nil
+	}
+	id := fmt.Sprintf("parts/%s/%s/%s/%d", first.Cluster, first.ScopeKey, first.ListedAt.UTC().Format(time.RFC3339Nano), first.Parts)
+	return partOf{id: id, inv: whole}, true, nil
 }
 
 // applyInventories applies new inventories to the pods of their scopes incrementally (each
@@ -371,7 +450,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

@@ -1,0 +1,192 @@
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// Private is a Postgres server of a test's own — initdb'd into a temporary directory, on a free
+// loopback port — that the test may stop and start at will without disturbing any other test
+// or the machine's server. It runs as the user postgres when the test runs as root (Postgres
+// refuses to run as root).
+type Private struct {
+	t    testing.TB
+	bin  string
+	dir  string // data directory
+	sock string // unix socket directory
+	port int
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan error
+}
+
+// BinDir finds the directory holding initdb and postgres: `pg_config --bindir`, else the
+// newest /usr/lib/postgresql/*/bin, else the directory of initdb on $PATH.
+func BinDir() (string, error) {
+	has := func(dir string) bool {
+		for _, b := range []string{"initdb", "postgres"} {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if dir := strings.TrimSpace(string(out)); has(dir) {
+			return dir, nil
+		}
+	}
+	if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); len(dirs) > 0 {
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if has(dirs[i]) {
+				return dirs[i], nil
+			}
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if dir := filepath.Dir(p); has(dir) {
+			return dir, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL server binaries (initdb, postgres): install the postgresql server package, or put its bin directory first on $PATH (pg_config --bindir)")
+}
+
+// StartPrivate initdb's a new cluster and starts it. The test fails — in CI and elsewhere — when
+// the server binaries are missing: a fault test that cannot run must say so.
+func StartPrivate(t testing.TB) *Private {
+	t.Helper()
+	p := NewPrivate(t)
+	p.Start()
+	return p
+}
+
+// NewPrivate initdb's a new cluster without starting it (Start does).
+func NewPrivate(t testing.TB) *Private {
+	t.Helper()
+	bin, err := BinDir()
+	if err != nil {
+		t.Fatalf("private postgres: %v", err)
+	}
+	// Not t.TempDir: its parents are private to the test's user, and the server may run as
+	// another (postgres).
+	root, err := os.MkdirTemp("", "schedlens-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	p := &Private{t: t, bin: bin, dir: filepath.Join(root, "data"), sock: root, port: freePort(t)}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("private postgres: running as root and there is no user postgres to run the server as: %v", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(root, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	init := exec.Command(filepath.Join(bin, "initdb"), "-D", p.dir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C")
+	init.Stdout, init.Stderr = &out, &out
+	init.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	if err := init.Run(); err != nil {
+		t.Fatalf("private postgres: initdb: %v\n%s", err, out.String())
+	}
+	t.Cleanup(func() {
+		if p.cmd != nil {
+			p.Stop()
+		}
+	})
+	return p
+}
+
+// URL is the superuser's URL of the cluster's postgres database.
+func (p *Private) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", p.port)
+}
+
+// Start starts the server on its port and waits until it accepts connections.
+func (p *Private) Start() {
+	p.t.Helper()
+	if p.cmd != nil {
+		p.t.Fatal("private postgres: already running")
+	}
+	p.log = &bytes.Buffer{}
+	cmd := exec.Command(filepath.Join(p.bin, "postgres"), "-D", p.dir, "-p", strconv.Itoa(p.port), "-k", p.sock,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=40", "-c", "shared_buffers=32MB")
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("private postgres: start: %v", err)
+	}
+	p.cmd, p.done = cmd, make(chan error, 1)
+	go func() { p.done <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := CheckURL(p.URL()); err == nil {
+			return
+		}
+		select {
+		case err := <-p.done:
+			p.cmd = nil
+			p.t.Fatalf("private postgres exited on start: %v\n%s", err, p.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("private postgres did not accept connections within 30s\n%s", p.log.String())
+		}
+	}
+}
+
+// Stop shuts the server down as an operator's `pg_ctl stop -m fast` does (SIGINT: open
+// transactions are rolled back, connections closed) and waits until it has exited.
+func (p *Private) Stop() {
+	p.t.Helper()
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.t.Errorf("private postgres did not stop within 30s; killed\n%s", p.log.String())
+	}
+	p.cmd = nil
+}
+
+// CheckURL reports whether a server answers at url (a TCP connection to its host).
+func CheckURL(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return store.CheckServer(ctx, url)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
