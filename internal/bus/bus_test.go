@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +19,7 @@ import (
 
 func jetStream(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	srv := natstest.Start(t)
-	nc, err := bus.Connect(srv.URL(), "bus-test", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bus.EnsureStream(context.Background(), js, bus.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return natstest.Start(t).Stream()
 }
 
 // The window publishes everything, counts copies the stream already held, tells each outcome

@@ -34,19 +34,7 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bus.EnsureStream(context.Background(), js, bus.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.Start(t).Stream()
 	url := pgtest.URL(t)
 	db, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
 	if err != nil {

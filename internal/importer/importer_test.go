@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -38,20 +37,8 @@ type pipeline struct {
 
 func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	t.Helper()
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.Start(t).Stream()
 	ctx := context.Background()
-	if _, err := bus.EnsureStream(ctx, js, bus.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	db, err := store.Open(ctx, pgtest.URL(t), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,20 +36,8 @@ type Pipeline struct {
 func Start(t testing.TB) *Pipeline {
 	t.Helper()
 	url := pgtest.URL(t)
-	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatalf("connect to nats: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := natstest.Start(t).Stream()
 	ctx := context.Background()
-	if _, err := bus.EnsureStream(ctx, js, bus.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	db, err := store.Open(ctx, url, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
