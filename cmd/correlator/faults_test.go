@@ -32,6 +32,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/logbuf"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
@@ -78,28 +79,10 @@ func correlatorBinary(t *testing.T) string {
 	return binPath
 }
 
-// syncBuffer is a log the process writes and the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one correlator process.
 type proc struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *logbuf.Buffer
 	done chan struct{} // closed once the process has exited
 	err  error         // Wait's answer, once done
 }
@@ -112,7 +95,7 @@ type faultRig struct {
 	js          jetstream.JetStream
 	dbURL       string
 	metricsAddr string
-	logs        []*syncBuffer
+	logs        []*logbuf.Buffer
 }
 
 func newFaultRig(t *testing.T, dbURL string) *faultRig {
@@ -143,7 +126,7 @@ func newFaultRig(t *testing.T, dbURL string) *faultRig {
 // thousand events take many batches and an unacknowledged one comes back within a second.
 func (r *faultRig) start() *proc {
 	r.t.Helper()
-	log := &syncBuffer{}
+	log := &logbuf.Buffer{}
 	r.logs = append(r.logs, log)
 	cmd := exec.Command(r.bin, "serve",
 		"-nats-url", r.nats.URL(), "-database-url", r.dbURL, "-metrics-addr", r.metricsAddr,

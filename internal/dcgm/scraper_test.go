@@ -1,7 +1,6 @@
 package dcgm_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/logbuf"
 )
 
 // exporter serves a fixture as dcgm-exporter serves /metrics, on 127.0.0.1.
@@ -63,24 +63,6 @@ func (r *recorder) ids() []string {
 	return ids
 }
 
-// syncBuffer is a log destination the scrape goroutines and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func fixedClock() time.Time { return scrapedAt }
 
 func TestScrapeOnce(t *testing.T) {
@@ -103,7 +85,7 @@ func TestScrapeOnce(t *testing.T) {
 	})
 	defer close(release) // before the servers close: they wait for their handlers
 
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	rec := &recorder{}
 	s := &dcgm.Scraper{
 		Targets: func() []dcgm.Target {
@@ -245,7 +227,7 @@ func TestScrapeOnceStopsWithItsContext(t *testing.T) {
 		}
 	})
 	defer close(release)
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	s := &dcgm.Scraper{
 		Targets:  func() []dcgm.Target { return []dcgm.Target{{URL: hanging.URL + "/metrics"}} },
 		Timeout:  time.Minute,

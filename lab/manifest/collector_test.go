@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/schedlens/schedlens/internal/logbuf"
 	"github.com/schedlens/schedlens/internal/natstest"
 )
 
@@ -90,21 +90,8 @@ func freeAddr(t *testing.T) string {
 
 // process is a started binary whose output the test keeps.
 type process struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.Write(b)
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
+	cmd *exec.Cmd
+	logbuf.Buffer
 }
 
 // start runs a binary with exactly env (plus PATH and HOME) until the test ends, then stops it
@@ -127,11 +114,11 @@ func start(t *testing.T, bin string, env map[string]string, args ...string) *pro
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("%s exited with %v:\n%s", filepath.Base(bin), err, p.output())
+				t.Errorf("%s exited with %v:\n%s", filepath.Base(bin), err, p.String())
 			}
 		case <-time.After(20 * time.Second):
 			_ = p.cmd.Process.Kill()
-			t.Errorf("%s did not stop on SIGINT:\n%s", filepath.Base(bin), p.output())
+			t.Errorf("%s did not stop on SIGINT:\n%s", filepath.Base(bin), p.String())
 		}
 	})
 	return p
@@ -158,7 +145,7 @@ func waitReady(t *testing.T, what, url string, p *process) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 90s (%d %s); its log:\n%s", what, code, body, p.output())
+			t.Fatalf("%s not ready after 90s (%d %s); its log:\n%s", what, code, body, p.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -207,8 +194,8 @@ func TestCollectorRunsWithTheChartsServiceAccount(t *testing.T) {
 			postIngest(t, ingest)
 			// One more inventory cycle's worth of time for a late denial to show in the log.
 			time.Sleep(time.Second)
-			if log := strings.ToLower(p.output()); strings.Contains(log, "forbidden") {
-				t.Errorf("the collector was refused something:\n%s", p.output())
+			if log := strings.ToLower(p.String()); strings.Contains(log, "forbidden") {
+				t.Errorf("the collector was refused something:\n%s", p.String())
 			}
 
 			ctx := context.Background()
@@ -254,7 +241,7 @@ func TestCollectorRunsWithTheChartsServiceAccount(t *testing.T) {
 				}
 			}
 			if t.Failed() {
-				t.Logf("collector log:\n%s", p.output())
+				t.Logf("collector log:\n%s", p.String())
 			}
 		})
 	}
