@@ -173,8 +173,20 @@ func keep(extra map[string]json.RawMessage, key string, raw json.RawMessage) map
 	if extra == nil {
 		extra = map[string]json.RawMessage{}
 	}
-	extra[key] = raw
+	extra[key] = canonical(raw)
 	return extra
+}
+
+// canonical is raw as json.Marshal writes a json.RawMessage back — compacted, with <, > and &
+// escaped — so that a kept value reads the same after an encode and a decode (found by
+// FuzzDecode: "&" came back as "\u0026").
+func canonical(raw json.RawMessage) json.RawMessage {
+	var compact, escaped bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		return raw
+	}
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return escaped.Bytes()
 }
 
 // hasKey reports whether object b has key.
@@ -279,14 +291,14 @@ func lenient(b []byte, dst any) (map[string]json.RawMessage, error) {
 	for key, raw := range fields {
 		i, ok := names[key]
 		if !ok {
-			extra[key] = raw
+			extra[key] = canonical(raw)
 			continue
 		}
 		if json.Unmarshal(raw, v.Field(i).Addr().Interface()) != nil {
 			// Kept as it came; the field stays empty (a failed decode may have half-filled it,
 			// and would then be written back in place of the value).
 			v.Field(i).SetZero()
-			extra[key] = raw
+			extra[key] = canonical(raw)
 		}
 	}
 	if len(extra) == 0 {
@@ -302,9 +314,11 @@ func unknownKeys(b []byte, t reflect.Type) (map[string]json.RawMessage, error) {
 		return nil, err
 	}
 	names := jsonNames(t)
-	for k := range fields {
+	for k, raw := range fields {
 		if _, ok := names[k]; ok {
 			delete(fields, k)
+		} else {
+			fields[k] = canonical(raw)
 		}
 	}
 	if len(fields) == 0 {
