@@ -253,9 +253,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // problem writes an RFC 9457 problem document.
 func problem(w http.ResponseWriter, status int, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+	ops.Problem(w, status, title, detail)
 }
 
 // OpenAPIDocument returns the OpenAPI 3 document the api serves at /openapi.json.

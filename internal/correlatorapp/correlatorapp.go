@@ -38,6 +38,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Bound, when set, hears the metrics listener's address.
 	Bound func(addr string)
+	// TLS, when set, makes the metrics listener serve HTTPS (the pair reloaded when it changes).
+	TLS ops.TLSFiles
+	// NATS holds the NATS client's TLS and credentials.
+	NATS bus.Credentials
 }
 
 func (o *Options) defaults() {
@@ -93,6 +97,17 @@ func Rebuild(ctx context.Context, o Options, chunk int) (store.RebuildResult, er
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	logger := o.Logger
+	tlsOpt, err := ops.TLSOption(o.TLS)
+	if err != nil {
+		return err
+	}
+	if o.NATS.InboxPrefix == "" {
+		o.NATS.InboxPrefix = bus.CorrelatorInboxPrefix
+	}
+	natsOpts, err := o.NATS.Options()
+	if err != nil {
+		return err
+	}
 	db, err := o.open(ctx)
 	if err != nil {
 		return err
@@ -101,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	nc, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger)
+	nc, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger, natsOpts...)
 	if err != nil {
 		return err
 	}
@@ -126,7 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.Run(gctx) })
 	g.Go(func() error {
-		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound)
+		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound, tlsOpt)
 	})
 	err = g.Wait()
 	// Acks of the last batch are in the connection's buffer: send them before closing.
