@@ -2,8 +2,10 @@ package apiserver_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/schedlens/schedlens/internal/apiserver"
 	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
 )
 
 const (
@@ -115,5 +118,49 @@ func TestNoAuthNeedsLoopback(t *testing.T) {
 	base := start(t, apiserver.Options{DatabaseURL: pgtest.URL(t), InsecureNoAuth: true})
 	if code, body := do(t, "GET", base+"/v1/stats", "", ""); code != 200 {
 		t.Errorf("loopback without auth: %d %s", code, body)
+	}
+}
+
+// The api on a role with only store.ReadOnlyGrants (docs/security.md): every read endpoint
+// answers, the web UI too, and a PUT fails cleanly (a problem, nothing stored).
+func TestAPIOnAReadOnlyRole(t *testing.T) {
+	ctx := context.Background()
+	owner := pgtest.URL(t)
+	role := "schedlens_ro_" + strings.ReplaceAll(t.Name(), "Test", "")[:8]
+	role = strings.ToLower(role) + fmt.Sprint(time.Now().UnixNano()%1_000_000)
+	if err := store.CreateLoginRole(ctx, pgtest.AdminURL(), role, "ro-password"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.DropRole(context.Background(), owner, role); err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	})
+	if err := store.GrantReadOnly(ctx, owner, role); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "ro-password")
+	base := start(t, apiserver.Options{DatabaseURL: u.String(), InsecureNoAuth: true})
+	for _, path := range []string{"/readyz", "/v1/stats", "/v1/pods", "/v1/experiments", "/v1/dead-letters", "/v1/unattributed-requests",
+		"/v1/experiments/none", "/ui/"} {
+		code, body := do(t, "GET", base+path, "", "")
+		if code != 200 && !(code == 404 && path == "/v1/experiments/none") {
+			t.Errorf("GET %s on the read-only role: %d %s", path, code, body)
+		}
+	}
+	if code, body := do(t, "POST", base+"/v1/requests/lookup", "", `{"ids":["request/x/1"]}`); code != 200 {
+		t.Errorf("POST /v1/requests/lookup on the read-only role: %d %s", code, body)
+	}
+	code, body := do(t, "PUT", base+"/v1/experiments/day1", "", `{"name":"day1","arms":["control","priority"]}`)
+	if code < 500 || !strings.Contains(body, `"status"`) {
+		t.Errorf("PUT on the read-only role: %d %s, want a 5xx problem", code, body)
+	}
+	t.Logf("PUT on the read-only role: %d %s", code, body)
+	if code, _ := do(t, "GET", base+"/v1/experiments/day1", "", ""); code != 404 {
+		t.Errorf("after the refused PUT the experiment is %d, want 404 (nothing stored)", code)
 	}
 }
