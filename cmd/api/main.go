@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	)
 	fs := config.New("api", getenv, stderr)
 	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, "127.0.0.1:8080", "address the API listens on (also /metrics, /healthz, /readyz); a non-loopback address needs authentication (-auth-token-file, -auth kubernetes) or -insecure-no-auth")
-	fs.Secret(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
+	fs.Secret(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres `URL` (sslmode=verify-full to verify the server)")
 	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
 	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
 	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")

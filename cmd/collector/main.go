@@ -94,7 +94,7 @@ type options struct {
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var o options
 	fs := config.New("collector", getenv, stderr)
-	fs.Secret(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL (may hold a user and password or a token)")
+	fs.Secret(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server `URL` (may hold a user and password or a token)")
 	o.nats.Define(fs)
 	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
 	o.stream = bus.DefaultStreamConfig()
@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	})
 	fs.String(&o.apiURL, "api-url", "SCHEDLENS_API_URL", "http://127.0.0.1:8080", "import: the schedlens api to read the results back from")
-	fs.Secret(&o.apiToken, "api-token", "SCHEDLENS_API_TOKEN", "", "import: bearer token for -api-url (role read), when the api authenticates")
+	fs.Secret(&o.apiToken, "api-token", "SCHEDLENS_API_TOKEN", "", "import: bearer `TOKEN` for -api-url (role read), when the api authenticates")
 	o.auth.Define(fs, "the ingest listener (and /metrics with -auth-metrics)")
 	config.TLSFlags(fs, &o.tls.CertFile, &o.tls.KeyFile)
 	fs.Duration(&o.wait, "wait", "SCHEDLENS_IMPORT_WAIT", 30*time.Second, "import: longest wait without progress for the correlator to store the results (0: publish without reading back)")

@@ -28,7 +28,7 @@ type Flags struct {
 // what names the protected listener(s) in the usage.
 func (f *Flags) Define(fs *config.FlagSet, what string) {
 	fs.String(&f.Mode, "auth", "SCHEDLENS_AUTH", "", "authentication of "+what+": token (with -auth-token-file; the default when it is set), kubernetes (TokenReview + SubjectAccessReview) or none")
-	fs.String(&f.TokenFile, "auth-token-file", "SCHEDLENS_AUTH_TOKEN_FILE", "", "file of bearer tokens, one `TOKEN ROLE [NAME]` per line (ROLE read or write), read again when it changes")
+	fs.String(&f.TokenFile, "auth-token-file", "SCHEDLENS_AUTH_TOKEN_FILE", "", "`FILE` of bearer tokens, one TOKEN ROLE [NAME] per line (ROLE read or write), read again when it changes")
 	fs.String(&f.Resource.Group, "auth-group", "SCHEDLENS_AUTH_GROUP", DefaultResource.Group, "-auth kubernetes: API group of the resource callers need get (read) or create (write) on")
 	fs.String(&f.Resource.Resource, "auth-resource", "SCHEDLENS_AUTH_RESOURCE", DefaultResource.Resource, "-auth kubernetes: the resource callers need get (read) or create (write) on")
 	fs.String(&f.Resource.Namespace, "auth-namespace", "SCHEDLENS_AUTH_NAMESPACE", "", "-auth kubernetes: check the resource in this namespace (default: cluster-wide)")
