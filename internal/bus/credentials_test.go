@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
@@ -97,6 +98,75 @@ func TestCredentialsRefuseBadCombinations(t *testing.T) {
 	} {
 		if _, err := c.Options(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", c, err, want)
+		}
+	}
+}
+
+// A real nats-server in operator mode (a trusted operator key, accounts from a resolver): the
+// client with the user's .creds file (JWT and seed) connects; without it, or with a user of an
+// account the server does not trust, it is refused.
+func TestCredentialsConnectWithCredsFile(t *testing.T) {
+	op, _ := nkeys.CreateOperator()
+	opPub, _ := op.PublicKey()
+	creds := func(t *testing.T, signer nkeys.KeyPair, name string) string {
+		t.Helper()
+		user, _ := nkeys.CreateUser()
+		userPub, _ := user.PublicKey()
+		uc := jwt.NewUserClaims(userPub)
+		uc.Name = name
+		ujwt, err := uc.Encode(signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, _ := user.Seed()
+		b, err := jwt.FormatUserConfig(ujwt, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), name+".creds")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	account, _ := nkeys.CreateAccount()
+	accPub, _ := account.PublicKey()
+	ajwt, err := jwt.NewAccountClaims(accPub).Encode(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := &server.MemAccResolver{}
+	if err := resolver.Store(accPub, ajwt); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := natsserver.Start(natsserver.Options{Configure: func(o *server.Options) {
+		o.TrustedKeys = []string{opPub}
+		o.AccountResolver = resolver
+		o.JetStream = false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	untrusted, _ := nkeys.CreateAccount()
+	for what, tc := range map[string]struct {
+		c  bus.Credentials
+		ok bool
+	}{
+		"with the user's .creds":              {bus.Credentials{CredsFile: creds(t, account, "collector")}, true},
+		"without credentials":                 {bus.Credentials{}, false},
+		"with a user of an untrusted account": {bus.Credentials{CredsFile: creds(t, untrusted, "stranger")}, false},
+	} {
+		opts, err := tc.c.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := bus.Connect(srv.URL(), "test", slog.New(slog.DiscardHandler), opts...)
+		if err == nil {
+			nc.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: connect error %v, want ok %v", what, err, tc.ok)
 		}
 	}
 }
