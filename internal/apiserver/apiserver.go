@@ -7,7 +7,6 @@ package apiserver
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -53,7 +52,7 @@ func Run(ctx context.Context, o Options) error {
 		o.IdleThreshold = align.IdleUtilThreshold
 	}
 	// Refuse an unauthenticated non-loopback address before connecting to anything.
-	if _, err := auth.Protect("api", o.HTTPAddr, http.NotFoundHandler(), o.Auth, nil, o.InsecureNoAuth, slog.New(slog.DiscardHandler)); err != nil {
+	if err := auth.CheckBind("api", o.HTTPAddr, o.Auth != nil, o.InsecureNoAuth); err != nil {
 		return err
 	}
 	tlsOpt, err := ops.TLSOption(o.TLS)

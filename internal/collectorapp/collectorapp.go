@@ -97,7 +97,7 @@ func New(o Options) (*App, error) {
 	}
 	a := &App{o: o, client: o.Client}
 	if o.IngestAddr != "" {
-		if _, err := auth.Protect("ingest", o.IngestAddr, http.NotFoundHandler(), o.Auth, nil, o.InsecureNoAuth, nil); err != nil {
+		if err := auth.CheckBind("ingest", o.IngestAddr, o.Auth != nil, o.InsecureNoAuth); err != nil {
 			return nil, err
 		}
 	}
