@@ -228,6 +228,12 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 		problem(w, http.StatusServiceUnavailable, "Query Timed Out", "the query ran longer than the server's statement timeout; narrow it or retry later")
 		return
 	}
+	if store.IsPermissionDenied(err) {
+		s.logger.Warn("the database role may not do this", "method", r.Method, "path", r.URL.Path, "error", err)
+		problem(w, http.StatusInternalServerError, "Database Refused the Write",
+			"this api's database role may only read (docs/security.md); define experiments through a ConfigMap or an api whose role may write")
+		return
+	}
 	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	problem(w, http.StatusInternalServerError, "Internal Server Error", "the request failed; see the server log")
 }
