@@ -104,6 +104,9 @@ func TestChartRefusesIncompleteRBAC(t *testing.T) {
 	}{
 		{map[string]any{"rbac": map[string]any{"useClusterRole": false}}, "needs collector.namespaces"},
 		{map[string]any{"rbac": map[string]any{"useClusterRole": false}, "collector": map[string]any{"namespaces": []any{"a"}}}, "needs collector.dcgm.namespace"},
+		{map[string]any{"auth": map[string]any{"mode": "token"}}, "auth.mode=token needs auth.tokenSecret.name"},
+		{map[string]any{"auth": map[string]any{"mode": "oauth"}}, `auth.mode "oauth": want none, token or kubernetes`},
+		{map[string]any{"auth": map[string]any{"mode": "kubernetes", "metrics": true}, "serviceMonitor": map[string]any{"enabled": true}}, "needs serviceMonitor.authorization"},
 	} {
 		_, err := manifest.Template(chartDir, manifest.Release{Name: "x", Namespace: "x", Values: c.values})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
