@@ -91,7 +91,7 @@ func TestContainerStack(t *testing.T) {
 		testcontainers.WithWaitStrategy(wait.ForHTTP("/readyz").WithPort("9091/tcp").WithForcedIPv4LocalHost().WithStartupTimeout(time.Minute)))
 	api := start("api", testImage,
 		testcontainers.WithCmd("/usr/local/bin/api"),
-		testcontainers.WithEnv(env), testcontainers.WithEnv(map[string]string{"SCHEDLENS_HTTP_ADDR": ":8080"}),
+		testcontainers.WithEnv(env), testcontainers.WithEnv(map[string]string{"SCHEDLENS_HTTP_ADDR": ":8080", "SCHEDLENS_INSECURE_NO_AUTH": "true"}),
 		testcontainers.WithExposedPorts("8080/tcp"), loopbackPorts("8080/tcp"),
 		testcontainers.WithWaitStrategy(wait.ForHTTP("/readyz").WithPort("8080/tcp").WithForcedIPv4LocalHost().WithStartupTimeout(time.Minute)))
 	t.Logf("stack ready in %s", time.Since(began).Round(100*time.Millisecond))

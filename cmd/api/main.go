@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -22,16 +26,21 @@ func main() { config.Main(run) }
 // run serves until ctx ends, or prints a comparison.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var (
-		httpAddr, databaseURL, baseline, namespace string
-		idle                                       int
-		log                                        config.Logging
+		httpAddr, databaseURL, baseline, namespace, kubeconfig string
+		idle                                                   int
+		log                                                    config.Logging
+		authFlags                                              auth.Flags
+		tlsFiles                                               ops.TLSFiles
 	)
 	fs := config.New("api", getenv, stderr)
-	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, ":8080", "address the API listens on (also /metrics, /healthz, /readyz)")
-	fs.String(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
+	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, "127.0.0.1:8080", "address the API listens on (also /metrics, /healthz, /readyz); a non-loopback address needs authentication (-auth-token-file, -auth kubernetes) or -insecure-no-auth")
+	fs.Secret(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres `URL` (sslmode=verify-full to verify the server)")
 	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
 	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
 	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")
+	authFlags.Define(fs, "the API and the web UI")
+	fs.String(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "-auth kubernetes: kubeconfig of the API server that reviews tokens (default: in-cluster config, else ~/.kube/config)")
+	config.TLSFlags(fs, &tlsFiles.CertFile, &tlsFiles.KeyFile)
 	log.Define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME   (flags before or after NAME)\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
@@ -66,7 +75,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if compareName == "" {
-		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger})
+		if err := authFlags.Check(); err != nil {
+			fs.Usage()
+			return err
+		}
+		var client kubernetes.Interface
+		if authFlags.Kubernetes() {
+			rc, err := config.KubeConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			rc.UserAgent = "schedlens-api"
+			if client, err = kubernetes.NewForConfig(rc); err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
+			}
+		}
+		a, err := authFlags.Build(client, logger.With("component", "auth"))
+		if err != nil {
+			return err
+		}
+		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger,
+			Auth: a, AuthMetrics: authFlags.Metrics, InsecureNoAuth: authFlags.Insecure, TLS: tlsFiles})
 	}
 	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedlens/schedlens/internal/pgtest"
 )
@@ -42,6 +43,67 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 		err := run(context.Background(), append([]string{"api"}, args...), env, &bytes.Buffer{}, &stderr)
 		if err == nil || !strings.Contains(stderr.String(), "usage:") {
 			t.Errorf("api %q: %v; want a usage error", args, err)
+		}
+	}
+}
+
+// Without authentication the api refuses a non-loopback address, saying how to proceed; with
+// -insecure-no-auth it goes on (here to an unreachable database).
+func TestNonLoopbackWithoutAuthRefusesToStart(t *testing.T) {
+	env := func(k string) string {
+		if k == "SCHEDLENS_DATABASE_URL" {
+			return "postgres://root@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+		}
+		return ""
+	}
+	for _, addr := range []string{":0", "0.0.0.0:0"} {
+		err := run(context.Background(), []string{"api", "-http-addr", addr}, env, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "not a loopback address") || !strings.Contains(err.Error(), "-insecure-no-auth") {
+			t.Errorf("-http-addr %s without auth: %v, want a refusal naming -insecure-no-auth", addr, err)
+		}
+	}
+	// With -insecure-no-auth it serves (until the context ends: the pool connects lazily).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	err := run(ctx, []string{"api", "-http-addr", "127.0.0.1:0", "-insecure-no-auth"}, env, &bytes.Buffer{}, &stderr)
+	if err != nil {
+		t.Errorf("with -insecure-no-auth on loopback: %v", err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	stderr.Reset()
+	if err := run(ctx, []string{"api", "-http-addr", ":0", "-insecure-no-auth"}, env, &bytes.Buffer{}, &stderr); err != nil {
+		t.Errorf("with -insecure-no-auth on every interface: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "serving without authentication") {
+		t.Errorf("no warning logged for -insecure-no-auth:\n%s", stderr.String())
+	}
+	err = run(context.Background(), []string{"api", "-auth", "token"}, env, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "-auth-token-file") {
+		t.Errorf("-auth token without a file: %v", err)
+	}
+}
+
+// The database password is never printed: not by -h, not with the usage after a bad flag, not
+// in the error of a failed connection.
+func TestSecretsAreNotPrinted(t *testing.T) {
+	const password = "s3cret-pw-do-not-print"
+	env := func(k string) string {
+		if k == "SCHEDLENS_DATABASE_URL" {
+			return "postgres://schedlens:" + password + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+		}
+		return ""
+	}
+	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-gpu-idle-threshold", "200"}, {"compare", "day1"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"api"}, args...), env, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if err != nil {
+			out += err.Error()
+		}
+		if strings.Contains(out, password) {
+			t.Errorf("api %q printed the password:\n%s", args, out)
 		}
 	}
 }

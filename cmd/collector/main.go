@@ -16,8 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/collectorapp"
@@ -27,6 +30,7 @@ import (
 	"github.com/schedlens/schedlens/internal/gpusample"
 	"github.com/schedlens/schedlens/internal/importer"
 	"github.com/schedlens/schedlens/internal/ingest"
+	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/prober"
 	"github.com/schedlens/schedlens/internal/publisher"
 )
@@ -77,7 +81,10 @@ type options struct {
 	buffer                           int
 	probe                            prober.Config
 	hostPods                         map[string]events.PodRef
-	apiURL                           string
+	apiURL, apiToken                 string
+	auth                             auth.Flags
+	tls                              ops.TLSFiles
+	nats                             bus.Credentials
 	wait                             time.Duration
 	requireAttributed                bool
 	dcgm                             gpusample.Config
@@ -87,7 +94,8 @@ type options struct {
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var o options
 	fs := config.New("collector", getenv, stderr)
-	fs.String(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
+	fs.Secret(&o.natsURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server `URL` (may hold a user and password or a token)")
+	o.nats.Define(fs)
 	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
 	o.stream = bus.DefaultStreamConfig()
 	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates)
@@ -126,6 +134,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	})
 	fs.String(&o.apiURL, "api-url", "SCHEDLENS_API_URL", "http://127.0.0.1:8080", "import: the schedlens api to read the results back from")
+	fs.Secret(&o.apiToken, "api-token", "SCHEDLENS_API_TOKEN", "", "import: bearer `TOKEN` for -api-url (role read), when the api authenticates")
+	o.auth.Define(fs, "the ingest listener (and /metrics with -auth-metrics)")
+	config.TLSFlags(fs, &o.tls.CertFile, &o.tls.KeyFile)
 	fs.Duration(&o.wait, "wait", "SCHEDLENS_IMPORT_WAIT", 30*time.Second, "import: longest wait without progress for the correlator to store the results (0: publish without reading back)")
 	fs.BoolVar(&o.requireAttributed, "require-attributed", false, "import: exit 1 when results wait for a pod")
 	fs.Duration(&o.resync, "resync", "SCHEDLENS_RESYNC", 0, "informer resync period (run; 0: none)")
@@ -166,6 +177,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if o.buffer <= 0 {
 			fs.Usage()
 			return config.Usagef("-buffer must be positive")
+		}
+		if err := o.auth.Check(); err != nil {
+			fs.Usage()
+			return err
 		}
 		if o.probe.Interval < 0 || o.probe.Timeout <= 0 || o.probe.Default.Port <= 0 || o.probe.Default.Port > 65535 || o.probe.MaxBody <= 0 || o.probe.MaxPods <= 0 {
 			fs.Usage()
@@ -224,9 +239,25 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 	}
 	pcfg := publisher.DefaultConfig()
 	pcfg.Buffer = o.buffer
+	var client kubernetes.Interface
+	if o.auth.Kubernetes() { // the same API server reviews the ingest listener's tokens
+		rc, err := config.KubeConfig(o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		rc.UserAgent = "schedlens-collector"
+		if client, err = kubernetes.NewForConfig(rc); err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+	}
+	authn, err := o.auth.Build(client, logger.With("component", "auth"))
+	if err != nil {
+		return err
+	}
 	app, err := collectorapp.New(collectorapp.Options{
 		NATSURL: o.natsURL, Stream: o.stream, Kubeconfig: o.kubeconfig, Collector: cfg, Publisher: pcfg,
 		MetricsAddr: o.metricsAddr, IngestAddr: o.ingestAddr, Logger: logger,
+		Auth: authn, AuthMetrics: o.auth.Metrics, InsecureNoAuth: o.auth.Insecure, TLS: o.tls, NATS: o.nats,
 	})
 	if err != nil {
 		return config.Usagef("%v", err)
@@ -257,7 +288,7 @@ func importResults(ctx context.Context, o options, format ingest.Format, name st
 	for _, e := range bad {
 		fmt.Fprintln(stderr, e.Error())
 	}
-	nc, err := bus.Connect(o.natsURL, "schedlens-collector-import", logger)
+	nc, err := o.connect("schedlens-collector-import", logger)
 	if err != nil {
 		return err
 	}
@@ -273,7 +304,7 @@ func importResults(ctx context.Context, o options, format ingest.Format, name st
 		res, err := bus.PublishAll(ctx, js, envs)
 		return importer.Published{Acked: res.Published, Duplicates: res.Duplicates, Failed: res.Failed}, err
 	}
-	client := &importer.Client{BaseURL: o.apiURL, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	client := &importer.Client{BaseURL: o.apiURL, HTTP: &http.Client{Timeout: 30 * time.Second}, Token: o.apiToken}
 	report, err := importer.Run(ctx, cfg, results, len(bad), publish, client.Lookup)
 	if report != nil {
 		report.Write(stdout)
@@ -298,7 +329,7 @@ func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout
 		defer f.Close()
 		in = f
 	}
-	nc, err := bus.Connect(o.natsURL, "schedlens-collector-replay", logger)
+	nc, err := o.connect("schedlens-collector-replay", logger)
 	if err != nil {
 		return err
 	}
@@ -320,4 +351,15 @@ func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout
 		return fmt.Errorf("replay: %d invalid lines, %d not acknowledged", res.Invalid, res.Failed)
 	}
 	return nil
+}
+
+// connect dials NATS as the collector role does (its credentials and inbox prefix).
+func (o options) connect(name string, logger *slog.Logger) (*nats.Conn, error) {
+	c := o.nats
+	c.InboxPrefix = bus.CollectorInboxPrefix
+	opts, err := c.Options()
+	if err != nil {
+		return nil, err
+	}
+	return bus.Connect(o.natsURL, name, logger, opts...)
 }

@@ -145,3 +145,31 @@ func TestClusterTooLongForIDs(t *testing.T) {
 		}
 	}
 }
+
+// The ingest listener without authentication refuses a non-loopback address before connecting
+// to anything; NATS credentials in the URL are never printed (-h, a bad flag, a failed dial).
+func TestIngestWithoutAuthNeedsLoopbackAndSecretsStayHidden(t *testing.T) {
+	none := func(string) string { return "" }
+	err := run(context.Background(), []string{"collector", "run", "-ingest-addr", ":9102", "-kubeconfig", "/nonexistent"}, none, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), `ingest listener ":9102" is not a loopback address`) {
+		t.Errorf("-ingest-addr :9102 without auth: %v, want a refusal", err)
+	}
+	const password = "nats-pw-do-not-print"
+	env := func(k string) string {
+		if k == "SCHEDLENS_NATS_URL" {
+			return "nats://collector:" + password + "@127.0.0.1:1"
+		}
+		return ""
+	}
+	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"replay", "-"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"collector"}, args...), env, strings.NewReader(""), &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if err != nil {
+			out += err.Error()
+		}
+		if strings.Contains(out, password) {
+			t.Errorf("collector %q printed the NATS password:\n%s", args, out)
+		}
+	}
+}

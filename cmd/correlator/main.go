@@ -36,8 +36,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log          config.Logging
 	)
 	fs := config.New("correlator", getenv, stderr)
-	fs.String(&o.NATSURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server URL")
-	fs.String(&o.DatabaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres URL")
+	fs.Secret(&o.NATSURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server `URL` (may hold a user and password or a token)")
+	o.NATS.Define(fs)
+	fs.Secret(&o.DatabaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres `URL` (sslmode=verify-full to verify the server)")
+	config.TLSFlags(fs, &o.TLS.CertFile, &o.TLS.KeyFile)
 	fs.String(&o.MetricsAddr, "metrics-addr", config.EnvMetricsAddr, ":9091", "address serving /metrics, /healthz and /readyz")
 	def := correlator.DefaultConfig()
 	fs.String(&o.Correlator.Consumer, "consumer", "SCHEDLENS_CONSUMER", def.Consumer, "durable JetStream consumer name (replicas share it)")

@@ -43,3 +43,29 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// Neither the database password nor the NATS password is printed: not by -h, not with the usage
+// after a bad flag or value, not in the error of a failed connection.
+func TestSecretsAreNotPrinted(t *testing.T) {
+	const dbPassword, natsPassword = "db-pw-do-not-print", "nats-pw-do-not-print"
+	env := func(k string) string {
+		switch k {
+		case "SCHEDLENS_DATABASE_URL":
+			return "postgres://schedlens:" + dbPassword + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+		case "SCHEDLENS_NATS_URL":
+			return "nats://correlator:" + natsPassword + "@127.0.0.1:1"
+		}
+		return ""
+	}
+	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-batch-size", "x"}, {"migrate"}} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"correlator"}, args...), env, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if err != nil {
+			out += err.Error()
+		}
+		if strings.Contains(out, dbPassword) || strings.Contains(out, natsPassword) {
+			t.Errorf("correlator %q printed a password:\n%s", args, out)
+		}
+	}
+}

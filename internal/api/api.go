@@ -228,6 +228,12 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 		problem(w, http.StatusServiceUnavailable, "Query Timed Out", "the query ran longer than the server's statement timeout; narrow it or retry later")
 		return
 	}
+	if store.IsPermissionDenied(err) {
+		s.logger.Warn("the database role may not do this", "method", r.Method, "path", r.URL.Path, "error", err)
+		problem(w, http.StatusInternalServerError, "Database Refused the Write",
+			"this api's database role may only read (docs/security.md); define experiments through a ConfigMap or an api whose role may write")
+		return
+	}
 	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	problem(w, http.StatusInternalServerError, "Internal Server Error", "the request failed; see the server log")
 }
@@ -253,9 +259,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // problem writes an RFC 9457 problem document.
 func problem(w http.ResponseWriter, status int, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+	ops.Problem(w, status, title, detail)
 }
 
 // OpenAPIDocument returns the OpenAPI 3 document the api serves at /openapi.json.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/ui"
@@ -30,6 +31,12 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Bound, when set, hears the listener's address.
 	Bound func(addr string)
+	// Auth authenticates every request but /healthz and /readyz (and /metrics unless
+	// AuthMetrics). Nil: no authentication, and HTTPAddr must be loopback unless InsecureNoAuth.
+	Auth                        auth.Authenticator
+	AuthMetrics, InsecureNoAuth bool
+	// TLS, when set, makes the listener serve HTTPS (the pair reloaded when it changes).
+	TLS ops.TLSFiles
 }
 
 // Run serves until ctx ends, then shuts the server down gracefully.
@@ -44,6 +51,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.IdleThreshold == 0 {
 		o.IdleThreshold = align.IdleUtilThreshold
 	}
+	// Refuse an unauthenticated non-loopback address before connecting to anything.
+	if err := auth.CheckBind("api", o.HTTPAddr, o.Auth != nil, o.InsecureNoAuth); err != nil {
+		return err
+	}
+	tlsOpt, err := ops.TLSOption(o.TLS)
+	if err != nil {
+		return err
+	}
 	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(o.IdleThreshold))
 	if err != nil {
 		return err
@@ -57,5 +72,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return ops.Serve(ctx, o.HTTPAddr, h, o.Logger, o.Bound)
+	if h, err = auth.Protect("api", o.HTTPAddr, h, o.Auth, auth.APIPolicy(o.AuthMetrics), o.InsecureNoAuth, o.Logger); err != nil {
+		return err
+	}
+	return ops.Serve(ctx, o.HTTPAddr, h, o.Logger, o.Bound, tlsOpt)
 }

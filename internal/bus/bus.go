@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -46,11 +48,11 @@ func Connect(url, name string, logger *slog.Logger, extra ...nats.Option) (*nats
 				logger.Warn("nats disconnected", "error", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	nc, err := nats.Connect(url, append(opts, extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to nats at %s: %w", config.Redact(url), err)
 	}
 	return nc, nil
 }
@@ -82,6 +84,11 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 		MaxBytes:    cfg.MaxBytes,
 		Duplicates:  cfg.Duplicates,
 		Replicas:    cfg.Replicas,
+	}
+	// A stream already as wanted is left alone: a client that may only read the stream's
+	// configuration (the collector's least-privilege role) can use a provisioned stream.
+	if s, err := js.Stream(ctx, StreamName); err == nil && sameStream(s.CachedInfo().Config, sc) {
+		return s, nil
 	}
 	s, err := js.CreateOrUpdateStream(ctx, sc)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -123,6 +130,13 @@ func StreamFull(err error) bool {
 // jsErrCodeStoreFailed is JetStream's JSStreamStoreFailedF: storing the message failed, the
 // description says why (nats-server's ErrMaxBytes, ErrMaxMsgs, ErrMsgTooLarge).
 const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
+
+// sameStream reports whether the stream's configuration has every field EnsureStream sets.
+func sameStream(have, want jetstream.StreamConfig) bool {
+	return have.Name == want.Name && have.Description == want.Description && slices.Equal(have.Subjects, want.Subjects) &&
+		have.Storage == want.Storage && have.Retention == want.Retention && have.Discard == want.Discard &&
+		have.MaxAge == want.MaxAge && have.MaxBytes == want.MaxBytes && have.Duplicates == want.Duplicates && have.Replicas == want.Replicas
+}
 
 // PublishAsync publishes env on schedlens.v1.<cluster>.<kind> with Nats-Msg-Id set to its id,
 // so the server drops a copy published within the duplicate window.

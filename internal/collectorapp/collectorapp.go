@@ -20,11 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/collector"
+	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/ingest"
 	"github.com/schedlens/schedlens/internal/ops"
@@ -49,11 +49,21 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Bound, when set, hears each listener's address ("metrics", "ingest").
 	Bound func(listener, addr string)
+	// Auth authenticates posts to the ingest listener (role write), and with AuthMetrics the
+	// metrics listener's /metrics (role read). Nil: no authentication, and IngestAddr must be
+	// loopback unless InsecureNoAuth.
+	Auth                        auth.Authenticator
+	AuthMetrics, InsecureNoAuth bool
+	// TLS, when set, makes both listeners serve HTTPS (the pair reloaded when it changes).
+	TLS ops.TLSFiles
+	// NATS holds the NATS client's TLS and credentials.
+	NATS bus.Credentials
 }
 
 // App is a configured collector.
 type App struct {
 	o      Options
+	tls    ops.ServeOption
 	client kubernetes.Interface
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -86,8 +96,24 @@ func New(o Options) (*App, error) {
 		cfg.Source = "collector/" + host
 	}
 	a := &App{o: o, client: o.Client}
+	if o.IngestAddr != "" {
+		if err := auth.CheckBind("ingest", o.IngestAddr, o.Auth != nil, o.InsecureNoAuth); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if a.tls, err = ops.TLSOption(o.TLS); err != nil {
+		return nil, err
+	}
+	if o.NATS.InboxPrefix == "" {
+		o.NATS.InboxPrefix = bus.CollectorInboxPrefix
+	}
+	natsOpts, err := o.NATS.Options()
+	if err != nil {
+		return nil, err
+	}
 	if a.client == nil {
-		restCfg, err := kubeConfig(o.Kubeconfig)
+		restCfg, err := config.KubeConfig(o.Kubeconfig)
 		if err != nil {
 			return nil, err
 		}
@@ -96,8 +122,7 @@ func New(o Options) (*App, error) {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	var err error
-	a.nc, err = bus.Connect(o.NATSURL, "schedlens-collector", o.Logger, nats.RetryOnFailedConnect(true))
+	a.nc, err = bus.Connect(o.NATSURL, "schedlens-collector", o.Logger, append(natsOpts, nats.RetryOnFailedConnect(true))...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +181,12 @@ func (a *App) Run(ctx context.Context) error {
 		return func(addr string) { a.o.Bound(name, addr) }
 	}
 	g, gctx := errgroup.WithContext(ctx)
+	var metrics http.Handler = ops.Handler(a.o.Registry, func(context.Context) error { return a.Ready() })
+	if a.o.Auth != nil && a.o.AuthMetrics {
+		metrics = auth.Middleware(a.o.Auth, auth.MetricsPolicy(true), a.o.Logger)(metrics)
+	}
 	g.Go(func() error {
-		return ops.Serve(gctx, a.o.MetricsAddr, ops.Handler(a.o.Registry, func(context.Context) error { return a.Ready() }), a.o.Logger, bound("metrics"))
+		return ops.Serve(gctx, a.o.MetricsAddr, metrics, a.o.Logger, bound("metrics"), a.tls)
 	})
 	if a.o.IngestAddr != "" {
 		publish := func(ctx context.Context, envs []*events.Envelope) error {
@@ -166,8 +195,13 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: a.o.Collector.Cluster, Source: "ingest", Logger: a.o.Logger}, publish))
+		logger := a.o.Logger.With("listener", "ingest")
+		h, err := auth.Protect("ingest", a.o.IngestAddr, mux, a.o.Auth, auth.IngestPolicy(), a.o.InsecureNoAuth, logger)
+		if err != nil {
+			return err
+		}
 		g.Go(func() error {
-			return ops.Serve(gctx, a.o.IngestAddr, mux, a.o.Logger.With("listener", "ingest"), bound("ingest"))
+			return ops.Serve(gctx, a.o.IngestAddr, h, logger, bound("ingest"), a.tls)
 		})
 	}
 	g.Go(func() error {
@@ -183,21 +217,4 @@ func (a *App) Run(ctx context.Context) error {
 		err = perr
 	}
 	return err
-}
-
-// kubeConfig loads the kubeconfig named, else the in-cluster config, else the default loading
-// rules (KUBECONFIG, ~/.kube/config).
-func kubeConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		if c, err := rest.InClusterConfig(); err == nil {
-			return c, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes config: %w", err)
-	}
-	return c, nil
 }

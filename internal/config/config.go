@@ -72,6 +72,13 @@ func (f *FlagSet) String(p *string, name, env, def, u string) {
 	f.StringVar(p, name, *p, usage(u, env))
 }
 
+// Bool defines a bool flag defaulting to $env (true, 1, false, 0, …), else def.
+func (f *FlagSet) Bool(p *bool, name, env string, def bool, u string) {
+	*p = def
+	f.env(name, env, func(v string) (err error) { *p, err = strconv.ParseBool(v); return err })
+	f.BoolVar(p, name, *p, usage(u, env))
+}
+
 // Int defines an int flag defaulting to $env, else def.
 func (f *FlagSet) Int(p *int, name, env string, def int, u string) {
 	*p = def
@@ -176,4 +183,11 @@ func StreamFlags(f *FlagSet, maxAge *time.Duration, maxBytes *int64, duplicates 
 	f.Duration(maxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", *maxAge, "drop stream messages older than this")
 	f.Int64(maxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", *maxBytes, "most bytes the stream holds")
 	f.Duration(duplicates, "stream-duplicate-window", "SCHEDLENS_STREAM_DUPLICATE_WINDOW", *duplicates, "window in which JetStream drops a repeated message id")
+}
+
+// TLSFlags registers -tls-cert-file and -tls-key-file: every HTTP listener of the binary serves
+// HTTPS with that pair, loaded again when the files change.
+func TLSFlags(f *FlagSet, certFile, keyFile *string) {
+	f.String(certFile, "tls-cert-file", "SCHEDLENS_TLS_CERT_FILE", "", "PEM certificate (chain) the HTTP listeners serve HTTPS with, read again when it changes (with -tls-key-file)")
+	f.String(keyFile, "tls-key-file", "SCHEDLENS_TLS_KEY_FILE", "", "PEM private key of -tls-cert-file")
 }

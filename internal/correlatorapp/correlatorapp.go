@@ -44,6 +44,10 @@ type Options struct {
 	// DatabaseRetryMax is the longest wait between attempts to reach the database on start
 	// (zero: DefaultDatabaseRetryMax).
 	DatabaseRetryMax time.Duration
+	// TLS, when set, makes the metrics listener serve HTTPS (the pair reloaded when it changes).
+	TLS ops.TLSFiles
+	// NATS holds the NATS client's TLS and credentials.
+	NATS bus.Credentials
 }
 
 // DefaultDatabaseRetryMax is the longest wait between two attempts to reach the database.
@@ -103,6 +107,17 @@ func Rebuild(ctx context.Context, o Options, chunk int) (store.RebuildResult, er
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	logger := o.Logger
+	tlsOpt, err := ops.TLSOption(o.TLS)
+	if err != nil {
+		return err
+	}
+	if o.NATS.InboxPrefix == "" {
+		o.NATS.InboxPrefix = bus.CorrelatorInboxPrefix
+	}
+	natsOpts, err := o.NATS.Options()
+	if err != nil {
+		return err
+	}
 	db, err := o.open(ctx)
 	if err != nil {
 		return err
@@ -110,6 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	defer db.Close()
 	var (
 		migrated atomic.Bool
+		streamed atomic.Bool // the stream is ensured (the consumer loop starts next)
 		nc       atomic.Pointer[nats.Conn]
 	)
 	ready := func(ctx context.Context) error {
@@ -119,18 +135,21 @@ func Run(ctx context.Context, o Options) error {
 		if c := nc.Load(); c == nil || !c.IsConnected() {
 			return errors.New("nats: not connected")
 		}
+		if !streamed.Load() {
+			return errors.New("nats: stream not ensured yet")
+		}
 		return db.Ping(ctx)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound)
+		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound, tlsOpt)
 	})
 	g.Go(func() error {
 		if err := waitAndMigrate(gctx, db, o.DatabaseRetryMax, logger); err != nil {
 			return err
 		}
 		migrated.Store(true)
-		conn, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger)
+		conn, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger, natsOpts...)
 		if err != nil {
 			return err
 		}
@@ -146,6 +165,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
+		streamed.Store(true)
 		return c.Run(gctx)
 	})
 	err = g.Wait()

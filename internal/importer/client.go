@@ -38,6 +38,8 @@ type Wait struct {
 type Client struct {
 	BaseURL string       // e.g. http://127.0.0.1:8080
 	HTTP    *http.Client // http.DefaultClient when nil
+	// Token, when set, is sent as `Authorization: Bearer` (an api with authentication: role read).
+	Token string
 }
 
 // Lookup returns the stored results among ids, any number of them (they are asked for a
@@ -68,6 +70,9 @@ func (c *Client) lookup(ctx context.Context, ids []string) ([]State, error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

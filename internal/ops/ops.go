@@ -4,6 +4,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,14 @@ func Register(mux interface {
 		}
 		fmt.Fprintln(w, "ok")
 	}))
+}
+
+// Problem writes an RFC 9457 problem document (application/problem+json): the one error shape of
+// every schedlens HTTP answer.
+func Problem(w http.ResponseWriter, status int, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
 }
 
 // Handler is a mux with only the ops endpoints, for processes without an API of their own.
@@ -105,12 +114,18 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := NewServer(h, opts...)
-	logger.Info("http listening", "addr", l.Addr().String(), "read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout)
+	logger.Info("http listening", "addr", l.Addr().String(), "tls", srv.TLSConfig != nil, "read_timeout", srv.ReadTimeout, "write_timeout", srv.WriteTimeout)
 	if bound != nil {
 		bound(l.Addr().String())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(l, "", "") // the certificate comes from TLSConfig.GetCertificate
+			return
+		}
+		errc <- srv.Serve(l)
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server on %s: %w", addr, err)

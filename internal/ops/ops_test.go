@@ -22,11 +22,17 @@ import (
 // serve runs ops.Serve with short timeouts on a loopback port until the test ends.
 func serve(t *testing.T, h http.Handler, to ops.Timeouts) string {
 	t.Helper()
+	return serveWith(t, h, ops.WithTimeouts(to))
+}
+
+// serveWith runs ops.Serve with opts on a loopback port until the test ends.
+func serveWith(t *testing.T, h http.Handler, opts ...ops.ServeOption) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	bound := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- ops.Serve(ctx, "127.0.0.1:0", h, slog.New(slog.DiscardHandler), func(addr string) { bound <- addr }, ops.WithTimeouts(to))
+		done <- ops.Serve(ctx, "127.0.0.1:0", h, slog.New(slog.DiscardHandler), func(addr string) { bound <- addr }, opts...)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -33,6 +33,7 @@ type Private struct {
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
 	done chan error
+	sets []string // -c name=value settings given with Set
 }
 
 // BinDir finds the directory holding initdb and postgres: `pg_config --bindir`, else the
@@ -122,6 +123,26 @@ func (p *Private) URL() string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", p.port)
 }
 
+// Set adds a server setting (postgres -c name=value) for the next Start.
+func (p *Private) Set(name, value string) { p.sets = append(p.sets, "-c", name+"="+value) }
+
+// Dir is a directory the server can read, for files a test hands it (certificates).
+func (p *Private) Dir() string { return p.sock }
+
+// Own gives files the test wrote to the server's user (Postgres refuses a key file it does
+// not own).
+func (p *Private) Own(paths ...string) {
+	p.t.Helper()
+	if p.cred == nil {
+		return
+	}
+	for _, path := range paths {
+		if err := os.Chown(path, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
 // Start starts the server on its port and waits until it accepts connections.
 func (p *Private) Start() {
 	p.t.Helper()
@@ -132,6 +153,7 @@ func (p *Private) Start() {
 	cmd := exec.Command(filepath.Join(p.bin, "postgres"), "-D", p.dir, "-p", strconv.Itoa(p.port), "-k", p.sock,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=40", "-c", "shared_buffers=32MB")
+	cmd.Args = append(cmd.Args, p.sets...)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Setpgid: true}
 	if err := cmd.Start(); err != nil {

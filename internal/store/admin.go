@@ -172,3 +172,58 @@ func redactURL(s string) string {
 	}
 	return u.Redacted()
 }
+
+// ReadOnlyGrants are the statements, run in the schedlens database by its owner (the role that
+// migrates), that let role run everything the api reads — every GET, POST /v1/requests/lookup —
+// and nothing else: it cannot append events (PUT /v1/experiments/{name} then fails), change a
+// projection, or migrate. docs/security.md shows them.
+func ReadOnlyGrants(database, role string) []string {
+	d, r := pgx.Identifier{database}.Sanitize(), pgx.Identifier{role}.Sanitize()
+	return []string{
+		"GRANT CONNECT ON DATABASE " + d + " TO " + r,
+		"GRANT USAGE ON SCHEMA public TO " + r,
+		"GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + r,
+		// Tables and views a later migration creates (store.Migrate re-creates the views).
+		"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO " + r,
+	}
+}
+
+// GrantReadOnly runs ReadOnlyGrants on the database of dbURL (connecting as its owner or a
+// superuser) for role, which must exist.
+func GrantReadOnly(ctx context.Context, dbURL, role string) error {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return fmt.Errorf("parse database URL: %w", err)
+	}
+	for _, sql := range ReadOnlyGrants(cfg.Database, role) {
+		if err := adminExec(ctx, dbURL, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+	}
+	return nil
+}
+
+// CreateLoginRole creates a role that may log in with password (and nothing more until granted),
+// on the server of adminURL.
+func CreateLoginRole(ctx context.Context, adminURL, role, password string) error {
+	sql := "CREATE ROLE " + pgx.Identifier{role}.Sanitize() + " LOGIN PASSWORD " + quoteLiteral(password)
+	if err := adminExec(ctx, adminURL, sql); err != nil {
+		return fmt.Errorf("create role %s: %w", role, err)
+	}
+	return nil
+}
+
+// DropRole revokes what role holds in the database of dbURL and drops it (roles belong to the
+// server; a role granted in other databases must be revoked there first).
+func DropRole(ctx context.Context, dbURL, role string) error {
+	r := pgx.Identifier{role}.Sanitize()
+	for _, sql := range []string{"DROP OWNED BY " + r, "DROP ROLE " + r} {
+		if err := adminExec(ctx, dbURL, sql); err != nil {
+			return fmt.Errorf("%s: %w", sql, err)
+		}
+	}
+	return nil
+}
+
+// quoteLiteral quotes s as a SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -61,6 +61,13 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
+// IsPermissionDenied reports whether Postgres refused a statement for want of a privilege
+// (SQLSTATE 42501): a write through a read-only role (ReadOnlyGrants).
+func IsPermissionDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
 // Open connects to Postgres at url. It does not migrate: call Migrate.
 func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)

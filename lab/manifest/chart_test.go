@@ -104,6 +104,9 @@ func TestChartRefusesIncompleteRBAC(t *testing.T) {
 	}{
 		{map[string]any{"rbac": map[string]any{"useClusterRole": false}}, "needs collector.namespaces"},
 		{map[string]any{"rbac": map[string]any{"useClusterRole": false}, "collector": map[string]any{"namespaces": []any{"a"}}}, "needs collector.dcgm.namespace"},
+		{map[string]any{"auth": map[string]any{"mode": "token"}}, "auth.mode=token needs auth.tokenSecret.name"},
+		{map[string]any{"auth": map[string]any{"mode": "oauth"}}, `auth.mode "oauth": want none, token or kubernetes`},
+		{map[string]any{"auth": map[string]any{"mode": "kubernetes", "metrics": true}, "serviceMonitor": map[string]any{"enabled": true}}, "needs serviceMonitor.authorization"},
 	} {
 		_, err := manifest.Template(chartDir, manifest.Release{Name: "x", Namespace: "x", Values: c.values})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -188,6 +191,16 @@ func TestChartSecurity(t *testing.T) {
 			}
 			var r rbacv1.ClusterRole
 			fromUnstructured(t, u, &r)
+			// auth.mode=kubernetes: the roles callers are bound to, granting only the api's
+			// resource (get: read; get and create: write), nothing of the cluster.
+			if role, ok := strings.CutPrefix(u.GetName(), "schedlens-"); ok && (role == "read" || role == "write") {
+				want := map[string][]string{"read": {"get"}, "write": {"get", "create"}}[role]
+				if len(r.Rules) != 1 || !slices.Equal(r.Rules[0].APIGroups, []string{"schedlens.io"}) ||
+					!slices.Equal(r.Rules[0].Resources, []string{"experiments"}) || !slices.Equal(r.Rules[0].Verbs, want) {
+					t.Errorf("%s ClusterRole %s: rules %+v, want %v on experiments.schedlens.io only", s.name, u.GetName(), r.Rules, want)
+				}
+				continue
+			}
 			for _, rule := range r.Rules {
 				if !slices.Equal(rule.Verbs, []string{"list", "watch"}) {
 					t.Errorf("%s %s %s: verbs %v on %v, want only list and watch", s.name, u.GetKind(), u.GetName(), rule.Verbs, rule.Resources)

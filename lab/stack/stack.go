@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/apiserver"
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/correlator"
@@ -100,13 +102,16 @@ func (s *Stack) start(ctx context.Context) error {
 		return err
 	}
 
-	// The correlator migrates the schema before it consumes: the api waits for its listener.
+	// The correlator migrates the schema before it consumes: the api waits until it is ready.
 	corrUp := make(chan string, 1)
 	s.bg.Go("correlator", func() error {
 		return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: s.NATSURL, DatabaseURL: s.opts.DatabaseURL, MetricsAddr: "127.0.0.1:0",
 			Logger: s.opts.Logger.With("component", "correlator"), Bound: func(a string) { corrUp <- a }})
 	})
 	if err := s.wait(corrUp, "correlator"); err != nil {
+		return err
+	}
+	if err := s.ready(ctx, "http://"+<-corrUp+"/readyz", "correlator"); err != nil {
 		return err
 	}
 	apiUp := make(chan string, 1)
@@ -126,6 +131,32 @@ func (s *Stack) start(ctx context.Context) error {
 		s.APIAddr = net.JoinHostPort("127.0.0.1", port)
 	}
 	return s.StartCollector(ctx)
+}
+
+// ready waits until a component's readiness probe answers 200.
+func (s *Stack) ready(ctx context.Context, url, name string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("%s did not become ready: %w", name, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 60s", name)
+		}
+		if !clock.Sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
 
 // wait waits for a component's listener (it puts the address back for the caller to read).

@@ -175,15 +175,92 @@ annotations:
 livenessProbe:
   httpGet:
     path: /healthz
-    port: {{ . }}
+    port: {{ .port }}
+    {{- if .ctx.Values.tls.secretName }}
+    scheme: HTTPS
+    {{- end }}
   periodSeconds: 10
   timeoutSeconds: 2
   failureThreshold: 6
 readinessProbe:
   httpGet:
     path: /readyz
-    port: {{ . }}
+    port: {{ .port }}
+    {{- if .ctx.Values.tls.secretName }}
+    scheme: HTTPS
+    {{- end }}
   periodSeconds: 5
   timeoutSeconds: 2
   failureThreshold: 3
+{{- end }}
+
+{{- /*
+Authentication and TLS of a protected listener (the api, the collector's ingest): env, mounts and
+volumes. schedlens.authEnv takes the root context.
+*/ -}}
+{{- define "schedlens.authEnv" -}}
+{{- $a := .Values.auth }}
+{{- if eq $a.mode "none" }}
+- name: SCHEDLENS_INSECURE_NO_AUTH
+  value: "true"
+{{- else if eq $a.mode "token" }}
+{{- if not $a.tokenSecret.name }}
+{{- fail "auth.mode=token needs auth.tokenSecret.name: a Secret holding the token file" }}
+{{- end }}
+- name: SCHEDLENS_AUTH_TOKEN_FILE
+  value: {{ printf "/etc/schedlens/auth/%s" $a.tokenSecret.key | quote }}
+{{- else if eq $a.mode "kubernetes" }}
+- name: SCHEDLENS_AUTH
+  value: kubernetes
+- name: SCHEDLENS_AUTH_GROUP
+  value: {{ $a.kubernetes.group | quote }}
+- name: SCHEDLENS_AUTH_RESOURCE
+  value: {{ $a.kubernetes.resource | quote }}
+{{- with $a.kubernetes.namespace }}
+- name: SCHEDLENS_AUTH_NAMESPACE
+  value: {{ . | quote }}
+{{- end }}
+{{- else }}
+{{- fail (printf "auth.mode %q: want none, token or kubernetes" $a.mode) }}
+{{- end }}
+{{- if $a.metrics }}
+- name: SCHEDLENS_AUTH_METRICS
+  value: "true"
+{{- end }}
+{{- end }}
+
+{{- define "schedlens.tlsEnv" -}}
+{{- if .Values.tls.secretName }}
+- name: SCHEDLENS_TLS_CERT_FILE
+  value: /etc/schedlens/tls/tls.crt
+- name: SCHEDLENS_TLS_KEY_FILE
+  value: /etc/schedlens/tls/tls.key
+{{- end }}
+{{- end }}
+
+{{- /* volumeMounts (auth: whether this container authenticates) */ -}}
+{{- define "schedlens.secretMounts" -}}
+{{- if and .auth (eq .ctx.Values.auth.mode "token") }}
+- name: auth-tokens
+  mountPath: /etc/schedlens/auth
+  readOnly: true
+{{- end }}
+{{- if .ctx.Values.tls.secretName }}
+- name: tls
+  mountPath: /etc/schedlens/tls
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "schedlens.secretVolumes" -}}
+{{- if and .auth (eq .ctx.Values.auth.mode "token") }}
+- name: auth-tokens
+  secret:
+    secretName: {{ .ctx.Values.auth.tokenSecret.name }}
+{{- end }}
+{{- if .ctx.Values.tls.secretName }}
+- name: tls
+  secret:
+    secretName: {{ .ctx.Values.tls.secretName }}
+{{- end }}
 {{- end }}
