@@ -130,7 +130,7 @@ func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 			t.Errorf("%s: %s %s: content type %q, want problem+json", tc.who, tc.method, tc.path, resp.Header.Get("Content-Type"))
 		}
 	}
-	if strings.Contains(api.output(), reader) || strings.Contains(api.output(), writer) {
-		t.Errorf("the api logged a token:\n%s", api.output())
+	if strings.Contains(api.String(), reader) || strings.Contains(api.String(), writer) {
+		t.Errorf("the api logged a token:\n%s", api.String())
 	}
 }
