@@ -35,6 +35,8 @@ type DB struct {
 	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
 
 	statementTimeout time.Duration
+
+	runs runCache // what ComparisonInput read of each run, by fingerprint (aggregate.go)
 }
 
 // Option configures a DB.
