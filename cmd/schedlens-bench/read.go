@@ -9,11 +9,15 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/apiserver"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/eventgen"
@@ -28,15 +32,27 @@ import (
 
 // Read targets (p95, printed beside the figures, never asserted).
 var readTargets = map[string]time.Duration{
-	"comparison":      200 * time.Millisecond,
-	"comparison.csv":  200 * time.Millisecond,
-	"interruptions":   50 * time.Millisecond, // a timeline computes its run's interruptions: same bound
-	"timeline":        50 * time.Millisecond,
-	"pods?limit=1000": 150 * time.Millisecond,
+	"comparison":           200 * time.Millisecond,
+	"comparison.csv":       200 * time.Millisecond,
+	"interruptions":        50 * time.Millisecond, // a timeline computes its run's interruptions: same bound
+	"timeline":             50 * time.Millisecond,
+	"pods?limit=1000":      150 * time.Millisecond,
+	"comparison, live run": 200 * time.Millisecond,
+	readBaseline:           200 * time.Millisecond,
 }
 
+// readBaseline is the comparison as it was computed before the per-run caches (store
+// WithoutReadCache: every pod, snapshot and request read, every bootstrap computed), timed in
+// the same run on the same data (at most readBaselineMax times: each takes seconds).
+const (
+	readBaseline    = "comparison, before"
+	readBaselineMax = 5
+)
+
 // readEndpoints is the order the endpoints are timed and printed in.
-var readEndpoints = []string{"comparison", "comparison.csv", "interruptions", "timeline", "pods?limit=1000"}
+// "comparison, live run" is last: before each of its requests (untimed) the next part of one
+// more run is stored, as while a run is observed, so each comparison reads that run again.
+var readEndpoints = []string{"comparison", "comparison.csv", "interruptions", "timeline", "pods?limit=1000", "comparison, live run", readBaseline}
 
 const (
 	readChunkRuns   = 10   // runs generated at a time (bounds the bench's memory)
@@ -77,19 +93,21 @@ func (r readOptions) validate() error {
 
 // readFill is what the bench stored.
 type readFill struct {
-	Experiment string  `json:"experiment"`
-	Runs       int     `json:"runs"`
-	Pods       int     `json:"pods"`
-	Requests   int     `json:"requests"`
-	Events     int     `json:"events"`
-	Seconds    float64 `json:"seconds"`
-	PerSecond  float64 `json:"events_per_second"`
+	Experiment string    `json:"experiment"`
+	Runs       int       `json:"runs"`
+	Pods       int       `json:"pods"`
+	Requests   int       `json:"requests"`
+	Events     int       `json:"events"`
+	Seconds    float64   `json:"seconds"`
+	PerSecond  float64   `json:"events_per_second"`
+	End        time.Time `json:"-"` // the last event's time
 }
 
 // readFigure is one endpoint's latency.
 type readFigure struct {
 	Endpoint string  `json:"endpoint"`
 	N        int     `json:"n"`
+	FirstMS  float64 `json:"first_ms"` // the untimed warm-up request: caches cold
 	P50MS    float64 `json:"p50_ms"`
 	P95MS    float64 `json:"p95_ms"`
 	TargetMS float64 `json:"target_p95_ms"`
@@ -142,7 +160,23 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 	case err := <-done:
 		return fmt.Errorf("api: %w", err)
 	}
-	figs, err := timeReads(ctx, base, fill, ro.iterations)
+	direct, err := store.Open(ctx, dbURL, logger, store.WithoutReadCache())
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	handler, err := api.New(direct, logger.With("component", "api"), prometheus.NewRegistry(), prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	before := httptest.NewServer(handler) // loopback
+	defer before.Close()
+	live := liveRun(ro, fill)
+	figs, err := timeReads(ctx, base, before.URL, fill, ro.iterations, func(i int) error {
+		part := live[i*len(live)/(ro.iterations+1) : (i+1)*len(live)/(ro.iterations+1)]
+		_, err := db.Append(ctx, part, nil)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -222,6 +256,9 @@ func fillReads(ctx context.Context, db *store.DB, ro readOptions, logger *slog.L
 			if uid := e.PodUID(); uid != "" {
 				pods[uid] = true
 			}
+			if e.OccurredAt.After(fill.End) {
+				fill.End = e.OccurredAt
+			}
 		}
 		for i := 0; i < len(p.envs); i += readAppendBatch {
 			batch := p.envs[i:min(i+readAppendBatch, len(p.envs))]
@@ -245,12 +282,22 @@ func fillReads(ctx context.Context, db *store.DB, ro readOptions, logger *slog.L
 	return fill, nil
 }
 
-// timeReads asks for every endpoint iterations times (after one untimed warm-up request each)
-// and returns their p50 and p95. The timelines and pages asked for rotate over the pods and
+// liveRun is one more run of the experiment, after the stored ones, in the order a collector
+// would publish it.
+func liveRun(ro readOptions, fill readFill) []*events.Envelope {
+	cfg := readShape(ro)
+	cfg.Seed, cfg.FirstRun, cfg.Runs, cfg.FirstRequest = cfg.Seed+uint64(ro.runs+1), ro.runs+1, 1, fill.Requests
+	cfg.Start = fill.End.Add(time.Minute)
+	return slices.DeleteFunc(eventgen.Generate(cfg), func(e *events.Envelope) bool { return e.Kind == events.KindExperiment })
+}
+
+// timeReads asks for every endpoint iterations times (after one warm-up request each, whose
+// time is reported apart: the first comparison fills the per-run caches) and returns their p50
+// and p95. The timelines and pages asked for rotate over the pods and
 // pages, the interruptions over the runs.
-func timeReads(ctx context.Context, base string, fill readFill, iterations int) ([]readFigure, error) {
+func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iterations int, growLive func(i int) error) ([]readFigure, error) {
 	client := &http.Client{Timeout: 5 * time.Minute}
-	get := func(path string) (time.Duration, []byte, error) {
+	getFrom := func(base, path string) (time.Duration, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return 0, nil, err
@@ -271,6 +318,7 @@ func timeReads(ctx context.Context, base string, fill readFill, iterations int) 
 		}
 		return d, body, nil
 	}
+	get := func(path string) (time.Duration, []byte, error) { return getFrom(base, path) }
 	// Untimed: every page's cursor and the experiment's arm pods.
 	cursors := []string{""}
 	var uids []string
@@ -313,20 +361,46 @@ func timeReads(ctx context.Context, base string, fill readFill, iterations int) 
 		"interruptions": func(i int) string {
 			return exp + "/runs/" + strconv.Itoa(1+(i*37)%fill.Runs) + "/interruptions"
 		},
-		"timeline":        func(i int) string { return "/v1/pods/" + uids[(i*7919)%len(uids)] + "/timeline" },
-		"pods?limit=1000": func(i int) string { return "/v1/pods?limit=1000&cursor=" + url.QueryEscape(cursors[i%len(cursors)]) },
+		"timeline":             func(i int) string { return "/v1/pods/" + uids[(i*7919)%len(uids)] + "/timeline" },
+		"pods?limit=1000":      func(i int) string { return "/v1/pods?limit=1000&cursor=" + url.QueryEscape(cursors[i%len(cursors)]) },
+		"comparison, live run": func(int) string { return exp + "/comparison" },
+		readBaseline:           func(int) string { return exp + "/comparison" },
 	}
 	var out []readFigure
 	for _, name := range readEndpoints {
 		path := paths[name]
-		if _, _, err := get(path(iterations)); err != nil { // warm-up
-			return nil, err
+		live := name == "comparison, live run"
+		get, n := get, iterations
+		if name == readBaseline {
+			n = min(iterations, readBaselineMax)
+			get = func(path string) (time.Duration, []byte, error) { return getFrom(baseBefore, path) }
 		}
-		ds := make([]time.Duration, 0, iterations)
-		for i := range iterations {
+		if live {
+			if err := growLive(0); err != nil {
+				return nil, err
+			}
+		}
+		var first time.Duration
+		var err error
+		if name != readBaseline { // nothing to warm there: it reads everything every time
+			first, _, err = get(path(iterations))
+			if err != nil {
+				return nil, err
+			}
+		}
+		ds := make([]time.Duration, 0, n)
+		for i := range n {
+			if live {
+				if err := growLive(i + 1); err != nil {
+					return nil, err
+				}
+			}
 			d, _, err := get(path(i))
 			if err != nil {
 				return nil, err
+			}
+			if name == readBaseline && i == 0 {
+				first = d
 			}
 			ds = append(ds, d)
 		}
@@ -334,7 +408,7 @@ func timeReads(ctx context.Context, base string, fill readFill, iterations int) 
 		ms := func(q float64) float64 {
 			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
 		}
-		out = append(out, readFigure{Endpoint: name, N: len(ds), P50MS: ms(0.5), P95MS: ms(0.95),
+		out = append(out, readFigure{Endpoint: name, N: len(ds), FirstMS: float64(first.Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
 			TargetMS: float64(readTargets[name].Milliseconds())})
 	}
 	return out, nil
@@ -344,12 +418,21 @@ func (r readReport) print(w io.Writer) {
 	f := r.Fill
 	fmt.Fprintf(w, "schedlens-bench -reads: experiment %s, %d runs, %d pods, %d request results (%d events stored in %.1f s, %.0f events/s)\n",
 		f.Experiment, f.Runs, f.Pods, f.Requests, f.Events, f.Seconds, f.PerSecond)
-	fmt.Fprintf(w, "  %-20s %5s %10s %10s %14s\n", "GET", "n", "p50", "p95", "target p95")
+	fmt.Fprintf(w, "  %-20s %11s %5s %10s %10s %14s\n", "GET", "first", "n", "p50", "p95", "target p95")
 	for _, g := range r.Figures {
 		mark := "ok"
 		if g.P95MS >= g.TargetMS {
 			mark = "MISSED"
 		}
-		fmt.Fprintf(w, "  %-20s %5d %7.1f ms %7.1f ms %8.0f ms  %s\n", g.Endpoint, g.N, g.P50MS, g.P95MS, g.TargetMS, mark)
+		fmt.Fprintf(w, "  %-20s %8.1f ms %5d %7.1f ms %7.1f ms %8.0f ms  %s\n", g.Endpoint, g.FirstMS, g.N, g.P50MS, g.P95MS, g.TargetMS, mark)
+	}
+	by := map[string]readFigure{}
+	for _, g := range r.Figures {
+		by[g.Endpoint] = g
+	}
+	if now, ok := by["comparison"]; ok {
+		if was, ok := by[readBaseline]; ok && now.P50MS > 0 && now.P95MS > 0 {
+			fmt.Fprintf(w, "  comparison now vs before (same data, same run): p50 %.1f× faster, p95 %.1f× faster\n", was.P50MS/now.P50MS, was.P95MS/now.P95MS)
+		}
 	}
 }

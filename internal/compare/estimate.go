@@ -39,7 +39,7 @@ type armSample struct {
 
 // newArmSample computes the run values and their within-run bootstrap variances with
 // replicates resamples of each run's pods; rng makes it reproducible.
-func newArmSample(name string, runs []string, data []RunData, replicates int, src *rand.PCG) armSample {
+func newArmSample(name string, runs []string, data []RunData, replicates int, src *rand.PCG, memo *memo) armSample {
 	rng := rand.New(src)
 	nm := len(Metrics)
 	a := armSample{name: name, runs: runs}
@@ -54,8 +54,11 @@ func newArmSample(name string, runs []string, data []RunData, replicates int, sr
 		a.pods += len(f.pods)
 		// A run already computed from the same pods and the same generator state gives the same
 		// values and leaves the generator in the same state: take them from the memo.
-		key := runKey(f, replicates, src)
-		if m, ok := runMemo.get(key); ok {
+		var key string
+		if memo != nil {
+			key = runKey(f, replicates, src)
+		}
+		if m, ok := memo.get(key); ok {
 			a.censored, a.point, a.lower = append(a.censored, m.censored), append(a.point, m.point), append(a.lower, m.lower)
 			a.wdf, a.wvar = append(a.wdf, m.wdf), append(a.wvar, m.wvar)
 			if err := src.UnmarshalBinary(m.state); err != nil {
@@ -63,23 +66,22 @@ func newArmSample(name string, runs []string, data []RunData, replicates int, sr
 			}
 			continue
 		}
-		a.runResult(f, key, replicates, src, rng, &scratch, vals, lowerScratch)
+		a.runResult(f, replicates, rng, &scratch, vals, lowerScratch)
+		if memo != nil {
+			state, err := src.MarshalBinary()
+			if err != nil {
+				panic(err) // PCG's MarshalBinary cannot fail
+			}
+			last := len(a.point) - 1
+			memo.put(key, runMemoEntry{point: a.point[last], lower: a.lower[last], censored: a.censored[last], wvar: a.wvar[last], wdf: a.wdf[last], state: state})
+		}
 	}
 	return a
 }
 
-// runResult computes one run's values and within-run variances (appending them to a) and
-// keeps them in the memo under key.
-func (a *armSample) runResult(f *runFrame, key string, replicates int, src *rand.PCG, rng *rand.Rand, scratch *runScratch, vals [][]float64, lowerScratch []bool) {
+// runResult computes one run's values and within-run variances and appends them to a.
+func (a *armSample) runResult(f *runFrame, replicates int, rng *rand.Rand, scratch *runScratch, vals [][]float64, lowerScratch []bool) {
 	nm := len(Metrics)
-	defer func() {
-		state, err := src.MarshalBinary()
-		if err != nil {
-			panic(err) // PCG's MarshalBinary cannot fail
-		}
-		last := len(a.point) - 1
-		runMemo.put(key, runMemoEntry{point: a.point[last], lower: a.lower[last], censored: a.censored[last], wvar: a.wvar[last], wdf: a.wdf[last], state: state})
-	}()
 	all := make([]int, len(f.pods))
 	for i := range all {
 		all[i] = i

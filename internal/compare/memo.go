@@ -38,7 +38,7 @@ type memo struct {
 var memoOff bool
 
 func (m *memo) get(key string) (runMemoEntry, bool) {
-	if memoOff {
+	if m == nil || memoOff {
 		return runMemoEntry{}, false
 	}
 	m.mu.Lock()

@@ -60,28 +60,58 @@ type runFrame struct {
 }
 
 func newRunFrame(r RunData) *runFrame {
-	f := &runFrame{interruption: r.InterruptionS}
-	seen := map[int32]bool{}
+	f := &runFrame{interruption: r.InterruptionS, pods: make([]podValues, 0, len(r.Pods))}
+	f.buckets = unionBuckets(r.Pods)
 	for _, p := range r.Pods {
-		for b := range p.Latency {
-			if !seen[b] {
-				seen[b] = true
-				f.buckets = append(f.buckets, b)
-			}
-		}
-	}
-	slices.Sort(f.buckets)
-	pos := make(map[int32]int, len(f.buckets))
-	for i, b := range f.buckets {
-		pos[b] = i
-	}
-	for _, p := range r.Pods {
-		f.pods = append(f.pods, podValuesOf(p, pos, len(f.buckets)))
+		f.pods = append(f.pods, podValuesOf(p, f.buckets))
 	}
 	return f
 }
 
-func podValuesOf(p PodData, pos map[int32]int, nBuckets int) podValues {
+// unionBuckets returns the buckets of the pods' latency histograms, sorted and distinct (nil
+// for none): marked in an array over their range when it is small, as a run's usually is,
+// else sorted.
+func unionBuckets(pods []PodData) []int32 {
+	lo, hi, n := int32(math.MaxInt32), int32(math.MinInt32), 0
+	for _, p := range pods {
+		for b := range p.Latency {
+			lo, hi, n = min(lo, b), max(hi, b), n+1
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if span := int64(hi) - int64(lo) + 1; span <= 4096 {
+		marked := make([]bool, span)
+		distinct := 0
+		for _, p := range pods {
+			for b := range p.Latency {
+				if !marked[b-lo] {
+					marked[b-lo] = true
+					distinct++
+				}
+			}
+		}
+		out := make([]int32, 0, distinct)
+		for i, m := range marked {
+			if m {
+				out = append(out, lo+int32(i))
+			}
+		}
+		return out
+	}
+	out := make([]int32, 0, n)
+	for _, p := range pods {
+		for b := range p.Latency {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return slices.Clip(slices.Compact(out))
+}
+
+// podValuesOf reduces a pod to its values; buckets are the run's, sorted and distinct.
+func podValuesOf(p PodData, buckets []int32) podValues {
 	s := p.Summary
 	d := s.Durations
 	v := podValues{start: nan, load: nan, ttfs: nan, caused: p.PreemptionsCaused, restarts: s.Counts.Restarts}
@@ -110,9 +140,10 @@ func podValuesOf(p PodData, pos map[int32]int, nBuckets int) podValues {
 		v.gpuSeconds, v.gpuWeighted, v.gpuIdle = g.Seconds, g.UtilMean*g.Seconds, g.IdleSeconds
 	}
 	if len(p.Latency) > 0 {
-		v.latency = make([]int64, nBuckets)
+		v.latency = make([]int64, len(buckets))
 		for b, n := range p.Latency {
-			v.latency[pos[b]] += n
+			i, _ := slices.BinarySearch(buckets, b)
+			v.latency[i] += n
 		}
 	}
 	return v

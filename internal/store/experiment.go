@@ -101,6 +101,11 @@ func CompareRuns(a, b string) int { return compare.CompareRuns(a, b) }
 // pods there. What it reads of a run is kept and read again only when the run changed
 // (aggregate.go); the result is the one reading everything gives (comparisonInputDirect).
 func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error) {
+	if db.direct {
+		in, err := db.comparisonInputDirect(ctx, name, namespace)
+		in.NoMemo = true
+		return in, err
+	}
 	in, err := db.comparisonDefinition(ctx, name, namespace)
 	if err != nil {
 		return compare.Input{}, err
