@@ -61,17 +61,33 @@ type runFrame struct {
 
 func newRunFrame(r RunData) *runFrame {
 	f := &runFrame{interruption: r.InterruptionS, pods: make([]podValues, 0, len(r.Pods))}
-	f.buckets = unionBuckets(r.Pods)
+	var u bucketIndex
+	f.buckets, u = unionBuckets(r.Pods)
 	for _, p := range r.Pods {
-		f.pods = append(f.pods, podValuesOf(p, f.buckets))
+		f.pods = append(f.pods, podValuesOf(p, f.buckets, u))
 	}
 	return f
 }
 
+// bucketIndex gives a bucket's position among a run's buckets: pos[b-lo] when pos is set (a
+// small range), else by binary search.
+type bucketIndex struct {
+	lo  int32
+	pos []int32
+}
+
+func (u bucketIndex) of(buckets []int32, b int32) int {
+	if u.pos != nil {
+		return int(u.pos[b-u.lo])
+	}
+	i, _ := slices.BinarySearch(buckets, b)
+	return i
+}
+
 // unionBuckets returns the buckets of the pods' latency histograms, sorted and distinct (nil
-// for none): marked in an array over their range when it is small, as a run's usually is,
-// else sorted.
-func unionBuckets(pods []PodData) []int32 {
+// for none), and their index: marked in an array over their range when it is small, as a
+// run's usually is, else sorted.
+func unionBuckets(pods []PodData) ([]int32, bucketIndex) {
 	lo, hi, n := int32(math.MaxInt32), int32(math.MinInt32), 0
 	for _, p := range pods {
 		for b := range p.Latency {
@@ -79,26 +95,27 @@ func unionBuckets(pods []PodData) []int32 {
 		}
 	}
 	if n == 0 {
-		return nil
+		return nil, bucketIndex{}
 	}
 	if span := int64(hi) - int64(lo) + 1; span <= 4096 {
-		marked := make([]bool, span)
+		pos := make([]int32, span) // 1 + position once marked
 		distinct := 0
 		for _, p := range pods {
 			for b := range p.Latency {
-				if !marked[b-lo] {
-					marked[b-lo] = true
+				if pos[b-lo] == 0 {
+					pos[b-lo] = 1
 					distinct++
 				}
 			}
 		}
 		out := make([]int32, 0, distinct)
-		for i, m := range marked {
-			if m {
+		for i, m := range pos {
+			if m != 0 {
+				pos[i] = int32(len(out))
 				out = append(out, lo+int32(i))
 			}
 		}
-		return out
+		return out, bucketIndex{lo: lo, pos: pos}
 	}
 	out := make([]int32, 0, n)
 	for _, p := range pods {
@@ -107,11 +124,11 @@ func unionBuckets(pods []PodData) []int32 {
 		}
 	}
 	slices.Sort(out)
-	return slices.Clip(slices.Compact(out))
+	return slices.Clip(slices.Compact(out)), bucketIndex{}
 }
 
 // podValuesOf reduces a pod to its values; buckets are the run's, sorted and distinct.
-func podValuesOf(p PodData, buckets []int32) podValues {
+func podValuesOf(p PodData, buckets []int32, u bucketIndex) podValues {
 	s := p.Summary
 	d := s.Durations
 	v := podValues{start: nan, load: nan, ttfs: nan, caused: p.PreemptionsCaused, restarts: s.Counts.Restarts}
@@ -142,8 +159,7 @@ func podValuesOf(p PodData, buckets []int32) podValues {
 	if len(p.Latency) > 0 {
 		v.latency = make([]int64, len(buckets))
 		for b, n := range p.Latency {
-			i, _ := slices.BinarySearch(buckets, b)
-			v.latency[i] += n
+			v.latency[u.of(buckets, b)] += n
 		}
 	}
 	return v

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -314,4 +315,66 @@ func comparisonArms(in *compare.Input, runs map[string]*runSlice) {
 			get(r.arm).FailedScheduling[r.reason] += r.nodes
 		}
 	}
+}
+
+// A run's service interruptions (RunInterruptions: every timeline reads its run's) are kept the
+// same way, by the fingerprint of the run's pod rows, which is all they read.
+
+type interruptionKey struct {
+	experiment, namespace, run string
+	minGap                     time.Duration
+}
+
+type interruptionEntry struct {
+	fingerprint string
+	arms        []ArmInterruptions // nil: ErrNotFound
+}
+
+type interruptionCache struct {
+	mu      sync.Mutex
+	entries map[interruptionKey]interruptionEntry
+}
+
+func (c *interruptionCache) get(k interruptionKey) (interruptionEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+func (c *interruptionCache) put(k interruptionKey, e interruptionEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= runSliceMax {
+		c.entries = map[interruptionKey]interruptionEntry{}
+	}
+	c.entries[k] = e
+}
+
+// cachedInterruptions is runInterruptions inside tx, from the cache when the run's pod rows
+// did not change since it was computed.
+func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	var fp *string
+	if err := tx.QueryRow(ctx, `
+		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
+		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp); err != nil {
+		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+	}
+	k := interruptionKey{experiment, namespace, run, minGap}
+	if e, ok := db.interruptions.get(k); ok && e.fingerprint == deref(fp) {
+		if e.arms == nil {
+			return nil, ErrNotFound
+		}
+		return slices.Clone(e.arms), nil
+	}
+	arms, err := runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp)})
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp), arms: slices.Clone(arms)})
+	return arms, nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/store"
@@ -17,7 +19,8 @@ import (
 // (ComparisonInputDirect) — the input and the comparison built from it, as JSON — on the
 // eventgen experiment while it is stored: half of it in order, then the rest shuffled (late,
 // out-of-order snapshots and requests of runs already read), checked after every batch, for all
-// namespaces and for the experiment's.
+// namespaces and for the experiment's; and each run's interruptions (RunInterruptions, kept by
+// the same fingerprint) against computing them, run 6 not stored (ErrNotFound).
 func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -29,6 +32,20 @@ func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	ingestInBatches(t, db, envs[:half], 50)
 	check := func(stage string) {
 		t.Helper()
+		for _, run := range []string{"1", "2", "3", "4", "5", "6"} {
+			for _, gap := range []time.Duration{align.DefaultMinGap, 300 * time.Millisecond} {
+				want, wantErr := db.RunInterruptionsDirect(ctx, cfg.Experiment, "", run, gap)
+				for range 2 {
+					got, err := db.RunInterruptions(ctx, cfg.Experiment, "", run, gap)
+					if !errors.Is(err, wantErr) && (err == nil || wantErr == nil || err.Error() != wantErr.Error()) {
+						t.Fatalf("%s: run %s interruptions: err = %v, want %v", stage, run, err, wantErr)
+					}
+					if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+						t.Fatalf("%s: run %s interruptions differ\ncached %s\ndirect %s", stage, run, g, w)
+					}
+				}
+			}
+		}
 		for _, ns := range []string{"", cfg.Namespace} {
 			want, err := db.ComparisonInputDirect(ctx, cfg.Experiment, ns)
 			if err != nil {

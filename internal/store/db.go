@@ -36,8 +36,9 @@ type DB struct {
 
 	statementTimeout time.Duration
 
-	runs   runCache // what ComparisonInput read of each run, by fingerprint (aggregate.go)
-	direct bool     // WithoutReadCache
+	runs          runCache          // what ComparisonInput read of each run, by fingerprint (aggregate.go)
+	interruptions interruptionCache // RunInterruptions by fingerprint (aggregate.go)
+	direct        bool              // WithoutReadCache
 }
 
 // Option configures a DB.
@@ -59,8 +60,9 @@ func WithIdleThreshold(pct float64) Option { return func(db *DB) { db.idle = pct
 func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.statementTimeout = d } }
 
 // WithoutReadCache makes ComparisonInput read every pod, snapshot and request of the experiment
-// each time, and the comparison compute every run's bootstrap afresh, as before the per-run
-// caches (aggregate.go, compare's memo): the same results, slower. The read bench's baseline.
+// each time, the comparison compute every run's bootstrap afresh and RunInterruptions compute
+// every time, as before the per-run caches (aggregate.go, compare's memo): the same results,
+// slower. The read bench's baseline.
 func WithoutReadCache() Option { return func(db *DB) { db.direct = true } }
 
 // IsTimeout reports whether err is a statement cancelled by WithStatementTimeout.

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/compare"
 )
@@ -20,4 +23,15 @@ func (db *DB) DownTo(ctx context.Context, version int64) error {
 // ComparisonInputDirect is comparisonInputDirect (tests only).
 func (db *DB) ComparisonInputDirect(ctx context.Context, name, namespace string) (compare.Input, error) {
 	return db.comparisonInputDirect(ctx, name, namespace)
+}
+
+// RunInterruptionsDirect is runInterruptions without the cache (tests only).
+func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	var out []ArmInterruptions
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		return err
+	})
+	return out, err
 }

@@ -23,12 +23,17 @@ type ArmInterruptions struct {
 // RunInterruptions computes, per arm of an experiment run, the windows in which fewer pods than
 // the steady count were Ready or no request succeeded for longer than minGap (align.Interruptions),
 // from the pods' snapshots and successful requests, for the pods of namespace (all when empty).
-// ErrNotFound when the run has no pods.
+// ErrNotFound when the run has no pods. They are computed again only when one of the run's
+// pods changed (aggregate.go).
 func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
 	var out []ArmInterruptions
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
-		out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		if db.direct {
+			out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		} else {
+			out, err = db.cachedInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		}
 		return err
 	})
 	return out, err
