@@ -292,8 +292,8 @@ func liveRun(ro readOptions, fill readFill) []*events.Envelope {
 }
 
 // timeReads asks for every endpoint iterations times (after one warm-up request each, whose
-// time is reported apart: the first comparison fills the per-run caches) and returns their p50
-// and p95. The timelines and pages asked for rotate over the pods and
+// time is reported apart: the first comparison fills the per-run caches; the baseline at most
+// readBaselineMax times, without one) and returns their p50 and p95. The timelines and pages asked for rotate over the pods and
 // pages, the interruptions over the runs.
 func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iterations int, growLive func(i int) error) ([]readFigure, error) {
 	client := &http.Client{Timeout: 5 * time.Minute}
@@ -366,49 +366,64 @@ func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iter
 		"comparison, live run": func(int) string { return exp + "/comparison" },
 		readBaseline:           func(int) string { return exp + "/comparison" },
 	}
+	// The five reads of a stored experiment take turns, one request each per round, so that
+	// they see the same load (this machine may be shared); the live run and the baseline come
+	// after them, each in a block of its own (the live run changes what the others read).
+	steady := readEndpoints[:5]
+	firsts := map[string]time.Duration{}
+	times := map[string][]time.Duration{}
+	for _, name := range steady {
+		d, _, err := get(paths[name](iterations)) // warm-up
+		if err != nil {
+			return nil, err
+		}
+		firsts[name] = d
+	}
+	for i := range iterations {
+		for _, name := range steady {
+			d, _, err := get(paths[name](i))
+			if err != nil {
+				return nil, err
+			}
+			times[name] = append(times[name], d)
+		}
+	}
+	if err := growLive(0); err != nil {
+		return nil, err
+	}
+	d, _, err := get(paths["comparison, live run"](0))
+	if err != nil {
+		return nil, err
+	}
+	firsts["comparison, live run"] = d
+	for i := range iterations {
+		if err := growLive(i + 1); err != nil {
+			return nil, err
+		}
+		d, _, err := get(paths["comparison, live run"](i))
+		if err != nil {
+			return nil, err
+		}
+		times["comparison, live run"] = append(times["comparison, live run"], d)
+	}
+	for i := range min(iterations, readBaselineMax) { // nothing to warm: it reads everything every time
+		d, _, err := getFrom(baseBefore, paths[readBaseline](i))
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			firsts[readBaseline] = d
+		}
+		times[readBaseline] = append(times[readBaseline], d)
+	}
 	var out []readFigure
 	for _, name := range readEndpoints {
-		path := paths[name]
-		live := name == "comparison, live run"
-		get, n := get, iterations
-		if name == readBaseline {
-			n = min(iterations, readBaselineMax)
-			get = func(path string) (time.Duration, []byte, error) { return getFrom(baseBefore, path) }
-		}
-		if live {
-			if err := growLive(0); err != nil {
-				return nil, err
-			}
-		}
-		var first time.Duration
-		var err error
-		if name != readBaseline { // nothing to warm there: it reads everything every time
-			first, _, err = get(path(iterations))
-			if err != nil {
-				return nil, err
-			}
-		}
-		ds := make([]time.Duration, 0, n)
-		for i := range n {
-			if live {
-				if err := growLive(i + 1); err != nil {
-					return nil, err
-				}
-			}
-			d, _, err := get(path(i))
-			if err != nil {
-				return nil, err
-			}
-			if name == readBaseline && i == 0 {
-				first = d
-			}
-			ds = append(ds, d)
-		}
+		ds := times[name]
 		slices.Sort(ds)
 		ms := func(q float64) float64 {
 			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
 		}
-		out = append(out, readFigure{Endpoint: name, N: len(ds), FirstMS: float64(first.Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
+		out = append(out, readFigure{Endpoint: name, N: len(ds), FirstMS: float64(firsts[name].Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
 			TargetMS: float64(readTargets[name].Milliseconds())})
 	}
 	return out, nil
