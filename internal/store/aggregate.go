@@ -32,8 +32,13 @@ import (
 // read from, and the comparison it gives is the one reading everything gives
 // (TestComparisonInputCachedEqualsDirect).
 
-// runSliceMax bounds the cache (about 40 pods per slice): when full, it starts over.
-const runSliceMax = 5000
+// runCacheMaxPods bounds the run slices by the pods they hold (a pod's summary and histogram
+// take one to two kB): when full, the cache starts over. runSliceMax bounds the interruptions
+// kept.
+const (
+	runCacheMaxPods = 50000
+	runSliceMax     = 5000
+)
 
 // runSliceKey names one run of an experiment as a comparison over namespace reads it. Run ""
 // is the pods without a run label (and those whose label is empty), as the comparison pools
@@ -66,6 +71,7 @@ type failedRow struct {
 type runCache struct {
 	mu     sync.Mutex
 	slices map[runSliceKey]*runSlice
+	pods   int // in slices
 }
 
 func (c *runCache) get(k runSliceKey) *runSlice {
@@ -77,10 +83,14 @@ func (c *runCache) get(k runSliceKey) *runSlice {
 func (c *runCache) put(k runSliceKey, s *runSlice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.slices == nil || len(c.slices) >= runSliceMax {
-		c.slices = map[runSliceKey]*runSlice{}
+	if old := c.slices[k]; old != nil {
+		c.pods -= len(old.pods)
+	}
+	if c.slices == nil || c.pods+len(s.pods) > runCacheMaxPods {
+		c.slices, c.pods = map[runSliceKey]*runSlice{}, 0
 	}
 	c.slices[k] = s
+	c.pods += len(s.pods)
 }
 
 // sharedFingerprint is the part of every run's fingerprint that belongs to no pod.

@@ -99,7 +99,9 @@ func CompareRuns(a, b string) int { return compare.CompareRuns(a, b) }
 // histograms and the preemptions they caused, the run's interruption seconds, the placement
 // per arm and the nodes the pods ran on. ErrNotFound for an unknown experiment or one without
 // pods there. What it reads of a run is kept and read again only when the run changed
-// (aggregate.go); the result is the one reading everything gives (comparisonInputDirect).
+// (aggregate.go); the result is the one reading everything gives (comparisonInputDirect). The
+// pods' summaries (their pointers and maps) are shared with that cache: read them, do not
+// change them.
 func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error) {
 	if db.direct {
 		in, err := db.comparisonInputDirect(ctx, name, namespace)
