@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -387,4 +390,78 @@ func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, na
 	}
 	db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp), arms: slices.Clone(arms)})
 	return arms, nil
+}
+
+// Comparison builds the comparison of experiment name's pods in namespace with baseline
+// (compare.Build over ComparisonInput). A comparison built from the same stored state — the same
+// run fingerprints, definition and nodes — with the same baseline is the same, so the last few
+// are kept and handed out again: the result is shared, read it and do not change it.
+// ErrNotFound and *compare.BadBaselineError as ComparisonInput and compare.Build.
+func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) (compare.Comparison, error) {
+	if db.direct {
+		in, err := db.ComparisonInput(ctx, name, namespace)
+		if err != nil {
+			return compare.Comparison{}, err
+		}
+		return compare.Build(in, baseline)
+	}
+	in, fp, err := db.comparisonInput(ctx, name, namespace)
+	if err != nil {
+		return compare.Comparison{}, err
+	}
+	key := name + "\x00" + namespace + "\x00" + baseline + "\x00" + fp
+	if c, ok := db.comparisons.get(key); ok {
+		return c, nil
+	}
+	c, err := compare.Build(in, baseline)
+	if err != nil {
+		return c, err
+	}
+	db.comparisons.put(key, c)
+	return c, nil
+}
+
+// comparisonKey is everything a comparison's input was read from, as text: each run's
+// fingerprint (its pod rows' versions, scope_watches and end_reasons), the definition as stored
+// with when it was received, and the nodes' labels and versions.
+func comparisonKey(in compare.Input, def []byte, runs map[string]*runSlice) (string, error) {
+	var b strings.Builder
+	for _, run := range slices.SortedFunc(maps.Keys(runs), CompareRuns) {
+		b.WriteString(run)
+		b.WriteByte(0)
+		b.WriteString(runs[run].fingerprint)
+		b.WriteByte(0)
+	}
+	b.WriteString(strconv.Quote(string(def)))
+	b.WriteString(in.DefinedAt.UTC().Format(time.RFC3339Nano))
+	nodes, err := json.Marshal(in.Nodes) // map keys sorted
+	if err != nil {
+		return "", err
+	}
+	b.Write(nodes)
+	return b.String(), nil
+}
+
+// comparisonsMax is how many built comparisons are kept (each a few hundred kB at 300 runs).
+const comparisonsMax = 16
+
+type comparisonCache struct {
+	mu      sync.Mutex
+	entries map[string]compare.Comparison
+}
+
+func (c *comparisonCache) get(k string) (compare.Comparison, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+func (c *comparisonCache) put(k string, e compare.Comparison) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= comparisonsMax {
+		c.entries = map[string]compare.Comparison{}
+	}
+	c.entries[k] = e
 }

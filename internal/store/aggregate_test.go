@@ -20,7 +20,8 @@ import (
 // eventgen experiment while it is stored: half of it in order, then the rest shuffled (late,
 // out-of-order snapshots and requests of runs already read), checked after every batch, for all
 // namespaces and for the experiment's; and each run's interruptions (RunInterruptions, kept by
-// the same fingerprint) against computing them, run 6 not stored (ErrNotFound).
+// the same fingerprint) against computing them, run 6 not stored (ErrNotFound); and Comparison
+// (kept by everything it read) against building from the direct input, for two baselines.
 func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,6 +70,21 @@ func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 				}
 				if g, w := jsonOf(t, gc), jsonOf(t, wc); g != w {
 					t.Fatalf("%s, namespace %q: comparison differs\ncached %s\ndirect %s", stage, ns, g, w)
+				}
+			}
+			for _, baseline := range []string{"", "affinity"} {
+				wc, err := compare.Build(want, baseline)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 2 { // built, then kept
+					gc, err := db.Comparison(ctx, cfg.Experiment, ns, baseline)
+					if err != nil {
+						t.Fatalf("%s: Comparison: %v", stage, err)
+					}
+					if g, w := jsonOf(t, gc), jsonOf(t, wc); g != w {
+						t.Fatalf("%s, namespace %q, baseline %q: Comparison differs\nkept %s\nbuilt %s", stage, ns, baseline, g, w)
+					}
 				}
 			}
 		}

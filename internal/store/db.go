@@ -38,6 +38,7 @@ type DB struct {
 
 	runs          runCache          // what ComparisonInput read of each run, by fingerprint (aggregate.go)
 	interruptions interruptionCache // RunInterruptions by fingerprint (aggregate.go)
+	comparisons   comparisonCache   // Comparison by everything it read (aggregate.go)
 	direct        bool              // WithoutReadCache
 }
 

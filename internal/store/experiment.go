@@ -108,26 +108,40 @@ func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (comp
 		in.NoMemo = true
 		return in, err
 	}
-	in, err := db.comparisonDefinition(ctx, name, namespace)
+	in, _, err := db.comparisonInput(ctx, name, namespace)
+	return in, err
+}
+
+// comparisonInput is ComparisonInput with the fingerprint of the state it read: the runs'
+// fingerprints, the definition and the nodes (comparisonKey).
+func (db *DB) comparisonInput(ctx context.Context, name, namespace string) (compare.Input, string, error) {
+	in, def, err := db.comparisonDefinitionRaw(ctx, name, namespace)
 	if err != nil {
-		return compare.Input{}, err
+		return compare.Input{}, "", err
 	}
 	runs, err := db.comparisonRuns(ctx, name, namespace)
 	if err != nil {
-		return compare.Input{}, err
+		return compare.Input{}, "", err
 	}
 	if len(runs) == 0 {
-		return compare.Input{}, ErrNotFound
+		return compare.Input{}, "", ErrNotFound
 	}
 	comparisonArms(&in, runs)
 	if err := db.comparisonNodes(ctx, &in); err != nil {
-		return compare.Input{}, err
+		return compare.Input{}, "", err
 	}
-	return in, nil
+	fp, err := comparisonKey(in, def, runs)
+	return in, fp, err
 }
 
 // comparisonDefinition starts a comparison's input with the experiment's definition.
 func (db *DB) comparisonDefinition(ctx context.Context, name, namespace string) (compare.Input, error) {
+	in, _, err := db.comparisonDefinitionRaw(ctx, name, namespace)
+	return in, err
+}
+
+// comparisonDefinitionRaw is comparisonDefinition also returning the definition as stored.
+func (db *DB) comparisonDefinitionRaw(ctx context.Context, name, namespace string) (compare.Input, []byte, error) {
 	in := compare.Input{Experiment: name, Namespace: namespace, Arms: map[string]map[string]compare.RunData{}}
 	var def []byte
 	switch err := db.pool.QueryRow(ctx, `SELECT definition, defined_at FROM experiments WHERE name = $1`, name).Scan(&def, &in.DefinedAt); {
@@ -137,9 +151,9 @@ func (db *DB) comparisonDefinition(ctx context.Context, name, namespace string) 
 			in.Definition = &d
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
-		return compare.Input{}, fmt.Errorf("read definition of %s: %w", name, err)
+		return compare.Input{}, nil, fmt.Errorf("read definition of %s: %w", name, err)
 	}
-	return in, nil
+	return in, def, nil
 }
 
 // comparisonNodes adds the nodes the placement names.
