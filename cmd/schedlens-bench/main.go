@@ -25,6 +25,10 @@ Publishes -n eventgen envelopes to JetStream, then times a correlator storing th
 Postgres database with projections; times a raw CopyFrom of the same rows into a bare table and
 one INSERT per event (first 5000 rows) as baselines; prints the rates and their ratios.
 Temporary databases schedlens_bench_* are created on -admin-database-url and dropped at the end.
+With -reads it runs the read bench instead: one experiment of -read-runs runs, -read-pods pods
+and -read-requests request results stored through the store, then the api's comparison,
+comparison.csv, interruptions, timeline and 1000-pod page timed -read-iterations times each
+(p50, p95 beside the targets).
 
 flags:
 `
@@ -59,7 +63,9 @@ type options struct {
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var o options
+	var ro readOptions
 	fs := config.New("schedlens-bench", getenv, stderr)
+	ro.define(fs)
 	fs.Int(&o.n, "n", "", 50000, "events to store end to end and with CopyFrom")
 	fs.Int(&o.batchSize, "batch-size", envBatchSize, 1000, "correlator batch size, also the CopyFrom chunk size")
 	fs.Duration(&o.batchWait, "batch-wait", envBatchWait, 100*time.Millisecond, "correlator batch wait")
@@ -89,6 +95,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case o.batchWait <= 0:
 		return config.Usagef("-batch-wait must be positive, got %s", o.batchWait)
 	}
+	if err := ro.validate(); ro.enabled && err != nil {
+		return err
+	}
 	logger, err := o.log.Logger(stderr, "bench")
 	if err != nil {
 		return err
@@ -103,6 +112,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer pg.dropAll()
+	if ro.enabled {
+		return runReads(ctx, pg, ro, o.json, stdout, logger)
+	}
 
 	envs, err := generate(o.n)
 	if err != nil {

@@ -139,11 +139,8 @@ func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bo
 // Compute compares the arms of an experiment with baseline (default: the definition's, else
 // "control"), over its pods in namespace (all when empty: runs of the same name from several
 // namespaces pool). ErrNotFound for an unknown experiment or one without pods there,
-// *compare.BadBaselineError for a baseline without pods.
+// *compare.BadBaselineError for a baseline without pods. It is store.DB.Comparison: a
+// comparison of an unchanged experiment is handed out again, shared (read it only).
 func Compute(ctx context.Context, db *store.DB, name, namespace, baseline string) (Comparison, error) {
-	in, err := db.ComparisonInput(ctx, name, namespace)
-	if err != nil {
-		return Comparison{}, err
-	}
-	return compare.Build(in, baseline)
+	return db.Comparison(ctx, name, namespace, baseline)
 }

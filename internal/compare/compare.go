@@ -120,6 +120,9 @@ type Options struct {
 	Replicates int
 	// Seed makes the resampling reproducible (mixed with the arm's name).
 	Seed uint64
+	// NoMemo computes every run's bootstrap afresh instead of taking unchanged runs from the
+	// memo (memo.go); the results are the same. The read bench's baseline.
+	NoMemo bool
 }
 
 func (o *Options) defaults() {
@@ -154,7 +157,11 @@ func Compare(baseline string, arms []ArmInput, thresholds []Threshold, o Options
 		for j, r := range runs {
 			data[j] = a.Runs[r]
 		}
-		samples[i] = newArmSample(a.Name, runs, data, o.Replicates, seededRand(o.Seed, a.Name))
+		memo := runMemo
+		if o.NoMemo {
+			memo = nil
+		}
+		samples[i] = newArmSample(a.Name, runs, data, o.Replicates, seededRand(o.Seed, a.Name), memo)
 	}
 	var base *armSample
 	for i := range samples {

@@ -24,6 +24,8 @@ type Input struct {
 	Placement map[string]*ArmPlacement
 	// Nodes describes the nodes the pods ran on (latest snapshot of each).
 	Nodes map[string]NodeInfo
+	// NoMemo is Options.NoMemo.
+	NoMemo bool `json:"-"`
 }
 
 // ArmPlacement is where an arm's pods ran and why some waited: pods by node, GPU model and GPU
@@ -129,7 +131,7 @@ func Build(in Input, baseline string) (Comparison, error) {
 	if c.Placement == nil {
 		c.Placement = map[string]*ArmPlacement{}
 	}
-	o := Options{Seed: 20}
+	o := Options{Seed: 20, NoMemo: in.NoMemo}
 	var th []Threshold
 	var metrics []string
 	if def != nil {

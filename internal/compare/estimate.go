@@ -39,7 +39,8 @@ type armSample struct {
 
 // newArmSample computes the run values and their within-run bootstrap variances with
 // replicates resamples of each run's pods; rng makes it reproducible.
-func newArmSample(name string, runs []string, data []RunData, replicates int, rng *rand.Rand) armSample {
+func newArmSample(name string, runs []string, data []RunData, replicates int, src *rand.PCG, memo *memo) armSample {
+	rng := rand.New(src)
 	nm := len(Metrics)
 	a := armSample{name: name, runs: runs}
 	var scratch runScratch
@@ -51,43 +52,71 @@ func newArmSample(name string, runs []string, data []RunData, replicates int, rn
 	for _, rd := range data {
 		f := newRunFrame(rd)
 		a.pods += len(f.pods)
-		all := make([]int, len(f.pods))
-		for i := range all {
-			all[i] = i
+		// A run already computed from the same pods and the same generator state gives the same
+		// values and leaves the generator in the same state: take them from the memo.
+		var key string
+		if memo != nil {
+			key = runKey(f, replicates, src)
 		}
-		point, lower := make([]float64, nm), make([]bool, nm)
-		a.censored = append(a.censored, f.metrics(all, &scratch, point, lower))
-		a.point, a.lower = append(a.point, point), append(a.lower, lower)
-
-		wvar := make([]float64, nm)
-		p := len(f.pods)
-		a.wdf = append(a.wdf, max(p-1, 0))
-		if p < 2 || replicates < 2 {
-			a.wvar = append(a.wvar, wvar) // no within-run variation can be estimated: 0
+		if m, ok := memo.get(key); ok {
+			a.censored, a.point, a.lower = append(a.censored, m.censored), append(a.point, m.point), append(a.lower, m.lower)
+			a.wdf, a.wvar = append(a.wdf, m.wdf), append(a.wvar, m.wvar)
+			if err := src.UnmarshalBinary(m.state); err != nil {
+				panic(err) // a state MarshalBinary wrote always reads back
+			}
 			continue
 		}
-		idx := make([]int, p)
-		for b := range replicates {
-			for i := range idx {
-				idx[i] = rng.IntN(p)
+		a.runResult(f, replicates, rng, &scratch, vals, lowerScratch)
+		if memo != nil {
+			state, err := src.MarshalBinary()
+			if err != nil {
+				panic(err) // PCG's MarshalBinary cannot fail
 			}
-			f.metrics(idx, &scratch, vals[b], lowerScratch)
+			last := len(a.point) - 1
+			memo.put(key, runMemoEntry{point: a.point[last], lower: a.lower[last], censored: a.censored[last], wvar: a.wvar[last], wdf: a.wdf[last], state: state})
 		}
-		col := make([]float64, 0, replicates)
-		for m := range nm {
-			col = col[:0]
-			for b := range replicates {
-				if v := vals[b][m]; !math.IsNaN(v) {
-					col = append(col, v)
-				}
-			}
-			if len(col) >= 2 {
-				wvar[m] = stat.Variance(col, nil) * float64(p) / float64(p-1)
-			}
-		}
-		a.wvar = append(a.wvar, wvar)
 	}
 	return a
+}
+
+// runResult computes one run's values and within-run variances and appends them to a.
+func (a *armSample) runResult(f *runFrame, replicates int, rng *rand.Rand, scratch *runScratch, vals [][]float64, lowerScratch []bool) {
+	nm := len(Metrics)
+	all := make([]int, len(f.pods))
+	for i := range all {
+		all[i] = i
+	}
+	point, lower := make([]float64, nm), make([]bool, nm)
+	a.censored = append(a.censored, f.metrics(all, scratch, point, lower))
+	a.point, a.lower = append(a.point, point), append(a.lower, lower)
+
+	wvar := make([]float64, nm)
+	p := len(f.pods)
+	a.wdf = append(a.wdf, max(p-1, 0))
+	if p < 2 || replicates < 2 {
+		a.wvar = append(a.wvar, wvar) // no within-run variation can be estimated: 0
+		return
+	}
+	idx := make([]int, p)
+	for b := range replicates {
+		for i := range idx {
+			idx[i] = rng.IntN(p)
+		}
+		f.metrics(idx, scratch, vals[b], lowerScratch)
+	}
+	col := make([]float64, 0, replicates)
+	for m := range nm {
+		col = col[:0]
+		for b := range replicates {
+			if v := vals[b][m]; !math.IsNaN(v) {
+				col = append(col, v)
+			}
+		}
+		if len(col) >= 2 {
+			wvar[m] = stat.Variance(col, nil) * float64(p) / float64(p-1)
+		}
+	}
+	a.wvar = append(a.wvar, wvar)
 }
 
 // values returns the run values of metric m (runs without one left out) with their within-run
@@ -288,11 +317,11 @@ func tQuantile(p, df float64) float64 {
 
 // seededRand returns a generator seeded from the strings, so the same experiment data gives the
 // same intervals every time it is compared.
-func seededRand(seed uint64, parts ...string) *rand.Rand {
+func seededRand(seed uint64, parts ...string) *rand.PCG {
 	h := fnv.New64a()
 	for _, p := range parts {
 		h.Write([]byte(p))
 		h.Write([]byte{0})
 	}
-	return rand.New(rand.NewPCG(seed, h.Sum64()))
+	return rand.NewPCG(seed, h.Sum64())
 }

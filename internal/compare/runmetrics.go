@@ -60,28 +60,75 @@ type runFrame struct {
 }
 
 func newRunFrame(r RunData) *runFrame {
-	f := &runFrame{interruption: r.InterruptionS}
-	seen := map[int32]bool{}
+	f := &runFrame{interruption: r.InterruptionS, pods: make([]podValues, 0, len(r.Pods))}
+	var u bucketIndex
+	f.buckets, u = unionBuckets(r.Pods)
 	for _, p := range r.Pods {
-		for b := range p.Latency {
-			if !seen[b] {
-				seen[b] = true
-				f.buckets = append(f.buckets, b)
-			}
-		}
-	}
-	slices.Sort(f.buckets)
-	pos := make(map[int32]int, len(f.buckets))
-	for i, b := range f.buckets {
-		pos[b] = i
-	}
-	for _, p := range r.Pods {
-		f.pods = append(f.pods, podValuesOf(p, pos, len(f.buckets)))
+		f.pods = append(f.pods, podValuesOf(p, f.buckets, u))
 	}
 	return f
 }
 
-func podValuesOf(p PodData, pos map[int32]int, nBuckets int) podValues {
+// bucketIndex gives a bucket's position among a run's buckets: pos[b-lo] when pos is set (a
+// small range), else by binary search.
+type bucketIndex struct {
+	lo  int32
+	pos []int32
+}
+
+func (u bucketIndex) of(buckets []int32, b int32) int {
+	if u.pos != nil {
+		return int(u.pos[b-u.lo])
+	}
+	i, _ := slices.BinarySearch(buckets, b)
+	return i
+}
+
+// unionBuckets returns the buckets of the pods' latency histograms, sorted and distinct (nil
+// for none), and their index: marked in an array over their range when it is small, as a
+// run's usually is, else sorted.
+func unionBuckets(pods []PodData) ([]int32, bucketIndex) {
+	lo, hi, n := int32(math.MaxInt32), int32(math.MinInt32), 0
+	for _, p := range pods {
+		for b := range p.Latency {
+			lo, hi, n = min(lo, b), max(hi, b), n+1
+		}
+	}
+	if n == 0 {
+		return nil, bucketIndex{}
+	}
+	if span := int64(hi) - int64(lo) + 1; span <= 4096 {
+		pos := make([]int32, span) // 1 + position once marked
+		distinct := 0
+		for _, p := range pods {
+			for b := range p.Latency {
+				if pos[b-lo] == 0 {
+					pos[b-lo] = 1
+					distinct++
+				}
+			}
+		}
+		out := make([]int32, 0, distinct)
+		for i, m := range pos {
+			if m != 0 {
+				pos[i] = int32(len(out))
+				out = append(out, lo+int32(i))
+			}
+		}
+		return out, bucketIndex{lo: lo, pos: pos}
+	}
+	out := make([]int32, 0, n)
+	for _, p := range pods {
+		for b := range p.Latency {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return slices.Clip(slices.Compact(out)), bucketIndex{}
+}
+
+// podValuesOf reduces a pod to its values; buckets are the run's, sorted and distinct.
+func podValuesOf(p PodData, buckets []int32, u bucketIndex) podValues {
 	s := p.Summary
 	d := s.Durations
 	v := podValues{start: nan, load: nan, ttfs: nan, caused: p.PreemptionsCaused, restarts: s.Counts.Restarts}
@@ -110,9 +157,9 @@ func podValuesOf(p PodData, pos map[int32]int, nBuckets int) podValues {
 		v.gpuSeconds, v.gpuWeighted, v.gpuIdle = g.Seconds, g.UtilMean*g.Seconds, g.IdleSeconds
 	}
 	if len(p.Latency) > 0 {
-		v.latency = make([]int64, nBuckets)
+		v.latency = make([]int64, len(buckets))
 		for b, n := range p.Latency {
-			v.latency[pos[b]] += n
+			v.latency[u.of(buckets, b)] += n
 		}
 	}
 	return v

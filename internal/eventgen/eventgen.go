@@ -30,6 +30,10 @@ type Config struct {
 	// emitted after each run; the first run's oversized pod is deleted while nobody watches, so
 	// only the second inventory can end it (deleted_unobserved).
 	Scope *events.Scope
+	// FirstRun numbers the runs from it (1 when zero) and FirstRequest the request ids from
+	// FirstRequest+1, so that one large experiment can be generated a few runs at a time (each
+	// part with its own Seed and a later Start) without two envelopes sharing an id.
+	FirstRun, FirstRequest int
 }
 
 // Default is the day20 experiment in miniature: four arms, three runs, a few pods each.
@@ -45,20 +49,22 @@ func Default() Config {
 // Generate returns the envelopes of cfg's experiment in the order a collector would publish
 // them (roughly by time). Every id is deterministic.
 func Generate(cfg Config) []*events.Envelope {
-	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}}
+	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}, seq: cfg.FirstRequest}
+	first := max(cfg.FirstRun, 1)
 	t := cfg.Start
 	g.experiment(t)
 	var vanished string
 	since := cfg.Start
 	for run := 1; run <= cfg.Runs; run++ {
+		name := strconv.Itoa(first + run - 1)
 		for _, arm := range cfg.Arms {
 			for i := 1; i <= cfg.PodsPerArm; i++ {
-				g.pod(arm, strconv.Itoa(run), i, t)
+				g.pod(arm, name, i, t)
 				t = t.Add(time.Duration(200+g.rng.IntN(800)) * time.Millisecond)
 			}
 		}
 		// One pod per run asks for more GPUs than any node has: never scheduled, censored.
-		oversized := g.oversized(strconv.Itoa(run), t)
+		oversized := g.oversized(name, t)
 		t = t.Add(30 * time.Second)
 		if cfg.Scope != nil {
 			if run == 2 {
@@ -68,7 +74,7 @@ func Generate(cfg Config) []*events.Envelope {
 				// heartbeat says so since its last inventory.
 				g.heartbeat(since, t.Add(-500*time.Millisecond))
 			}
-			g.inventory(run, t)
+			g.inventory(first+run-1, t)
 			since = t
 		}
 		if run == 1 {

@@ -35,6 +35,11 @@ type DB struct {
 	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
 
 	statementTimeout time.Duration
+
+	runs          runCache          // what ComparisonInput read of each run, by fingerprint (aggregate.go)
+	interruptions interruptionCache // RunInterruptions by fingerprint (aggregate.go)
+	comparisons   comparisonCache   // Comparison by everything it read (aggregate.go)
+	direct        bool              // WithoutReadCache
 }
 
 // Option configures a DB.
@@ -54,6 +59,12 @@ func WithIdleThreshold(pct float64) Option { return func(db *DB) { db.idle = pct
 // request; the api opens its read pool with it, the correlator (whose migrations and rebuilds
 // may run long) without. Zero leaves the server's setting.
 func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.statementTimeout = d } }
+
+// WithoutReadCache makes ComparisonInput read every pod, snapshot and request of the experiment
+// each time, the comparison compute every run's bootstrap afresh and RunInterruptions compute
+// every time, as before the per-run caches (aggregate.go, compare's memo): the same results,
+// slower. The read bench's baseline.
+func WithoutReadCache() Option { return func(db *DB) { db.direct = true } }
 
 // IsTimeout reports whether err is a statement cancelled by WithStatementTimeout.
 func IsTimeout(err error) bool {

@@ -98,8 +98,50 @@ func CompareRuns(a, b string) int { return compare.CompareRuns(a, b) }
 // namespace (all when empty): the definition, per arm and run the pods with their latency
 // histograms and the preemptions they caused, the run's interruption seconds, the placement
 // per arm and the nodes the pods ran on. ErrNotFound for an unknown experiment or one without
-// pods there.
+// pods there. What it reads of a run is kept and read again only when the run changed
+// (aggregate.go); the result is the one reading everything gives (comparisonInputDirect). The
+// pods' summaries (their pointers and maps) are shared with that cache: read them, do not
+// change them.
 func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error) {
+	if db.direct {
+		in, err := db.comparisonInputDirect(ctx, name, namespace)
+		in.NoMemo = true
+		return in, err
+	}
+	in, _, err := db.comparisonInput(ctx, name, namespace)
+	return in, err
+}
+
+// comparisonInput is ComparisonInput with the fingerprint of the state it read: the runs'
+// fingerprints, the definition and the nodes (comparisonKey).
+func (db *DB) comparisonInput(ctx context.Context, name, namespace string) (compare.Input, string, error) {
+	in, def, err := db.comparisonDefinitionRaw(ctx, name, namespace)
+	if err != nil {
+		return compare.Input{}, "", err
+	}
+	runs, err := db.comparisonRuns(ctx, name, namespace)
+	if err != nil {
+		return compare.Input{}, "", err
+	}
+	if len(runs) == 0 {
+		return compare.Input{}, "", ErrNotFound
+	}
+	comparisonArms(&in, runs)
+	if err := db.comparisonNodes(ctx, &in); err != nil {
+		return compare.Input{}, "", err
+	}
+	fp, err := comparisonKey(in, def, runs)
+	return in, fp, err
+}
+
+// comparisonDefinition starts a comparison's input with the experiment's definition.
+func (db *DB) comparisonDefinition(ctx context.Context, name, namespace string) (compare.Input, error) {
+	in, _, err := db.comparisonDefinitionRaw(ctx, name, namespace)
+	return in, err
+}
+
+// comparisonDefinitionRaw is comparisonDefinition also returning the definition as stored.
+func (db *DB) comparisonDefinitionRaw(ctx context.Context, name, namespace string) (compare.Input, []byte, error) {
 	in := compare.Input{Experiment: name, Namespace: namespace, Arms: map[string]map[string]compare.RunData{}}
 	var def []byte
 	switch err := db.pool.QueryRow(ctx, `SELECT definition, defined_at FROM experiments WHERE name = $1`, name).Scan(&def, &in.DefinedAt); {
@@ -109,7 +151,30 @@ func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (comp
 			in.Definition = &d
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
-		return compare.Input{}, fmt.Errorf("read definition of %s: %w", name, err)
+		return compare.Input{}, nil, fmt.Errorf("read definition of %s: %w", name, err)
+	}
+	return in, def, nil
+}
+
+// comparisonNodes adds the nodes the placement names.
+func (db *DB) comparisonNodes(ctx context.Context, in *compare.Input) error {
+	nodes := map[string]bool{}
+	for _, p := range in.Placement {
+		for n := range p.Nodes {
+			nodes[n] = true
+		}
+	}
+	var err error
+	in.Nodes, err = db.nodeInfos(ctx, slices.Sorted(maps.Keys(nodes)))
+	return err
+}
+
+// comparisonInputDirect is ComparisonInput reading every pod, snapshot and request of the
+// experiment: the reference the per-run slices are tested against.
+func (db *DB) comparisonInputDirect(ctx context.Context, name, namespace string) (compare.Input, error) {
+	in, err := db.comparisonDefinition(ctx, name, namespace)
+	if err != nil {
+		return compare.Input{}, err
 	}
 	var pods []align.Summary
 	cursor := ""
@@ -170,13 +235,7 @@ func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (comp
 	if in.Placement, err = db.Placement(ctx, name, namespace); err != nil {
 		return compare.Input{}, err
 	}
-	nodes := map[string]bool{}
-	for _, p := range in.Placement {
-		for n := range p.Nodes {
-			nodes[n] = true
-		}
-	}
-	if in.Nodes, err = db.nodeInfos(ctx, slices.Sorted(maps.Keys(nodes))); err != nil {
+	if err := db.comparisonNodes(ctx, &in); err != nil {
 		return compare.Input{}, err
 	}
 	return in, nil

@@ -1,6 +1,13 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/compare"
+)
 
 // DownTo rolls the schema back to version with the migrations' Down sections (tests only).
 func (db *DB) DownTo(ctx context.Context, version int64) error {
@@ -11,4 +18,20 @@ func (db *DB) DownTo(ctx context.Context, version int64) error {
 	defer sqlDB.Close()
 	_, err = p.DownTo(ctx, version)
 	return err
+}
+
+// ComparisonInputDirect is comparisonInputDirect (tests only).
+func (db *DB) ComparisonInputDirect(ctx context.Context, name, namespace string) (compare.Input, error) {
+	return db.comparisonInputDirect(ctx, name, namespace)
+}
+
+// RunInterruptionsDirect is runInterruptions without the cache (tests only).
+func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	var out []ArmInterruptions
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		return err
+	})
+	return out, err
 }

@@ -23,8 +23,24 @@ type ArmInterruptions struct {
 // RunInterruptions computes, per arm of an experiment run, the windows in which fewer pods than
 // the steady count were Ready or no request succeeded for longer than minGap (align.Interruptions),
 // from the pods' snapshots and successful requests, for the pods of namespace (all when empty).
-// ErrNotFound when the run has no pods.
+// ErrNotFound when the run has no pods. They are computed again only when one of the run's
+// pods changed (aggregate.go).
 func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	var out []ArmInterruptions
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		if db.direct {
+			out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		} else {
+			out, err = db.cachedInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		}
+		return err
+	})
+	return out, err
+}
+
+// runInterruptions is RunInterruptions inside tx.
+func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
 	type podData struct {
 		arm   string
 		snaps []*events.Envelope
@@ -32,7 +48,7 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run s
 	}
 	pods := map[string]*podData{}
 	successes := map[string][]time.Time{}
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	err := func() error {
 		// Only what ReadySpans reads of each snapshot (phase, Ready, terminating, deleted) is
 		// read, in SQL: decoding whole envelopes dominated the cost of a large run.
 		rows, err := tx.Query(ctx, `
@@ -84,7 +100,7 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run s
 			return nil
 		})
 		return err
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
 	}

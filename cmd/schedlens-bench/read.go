@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// The read bench (-reads): one eventgen experiment of -read-runs runs, about -read-pods pods
+// and -read-requests request results is stored through the store's own Append, then the api
+// (the api process, in this process, on loopback) is asked -read-iterations times for each of
+// the reads a user waits on; p50 and p95 are printed beside the targets of issue 12.
+
+// Read targets (p95, printed beside the figures, never asserted).
+var readTargets = map[string]time.Duration{
+	"comparison":           200 * time.Millisecond,
+	"comparison.csv":       200 * time.Millisecond,
+	"interruptions":        50 * time.Millisecond, // a timeline computes its run's interruptions: same bound
+	"timeline":             50 * time.Millisecond,
+	"pods?limit=1000":      150 * time.Millisecond,
+	"comparison, live run": 200 * time.Millisecond,
+	readBaseline:           200 * time.Millisecond,
+}
+
+// readBaseline is the comparison as it was computed before the per-run caches (store
+// WithoutReadCache: every pod, snapshot and request read, every bootstrap computed), timed in
+// the same run on the same data (at most readBaselineMax times: each takes seconds).
+const (
+	readBaseline    = "comparison, before"
+	readBaselineMax = 5
+)
+
+// readEndpoints is the order the endpoints are timed and printed in.
+// "comparison, live run" is last: before each of its requests (untimed) the next part of one
+// more run is stored, as while a run is observed, so each comparison reads that run again.
+var readEndpoints = []string{"comparison", "comparison.csv", "interruptions", "timeline", "pods?limit=1000", "comparison, live run", readBaseline}
+
+const (
+	readChunkRuns   = 10   // runs generated at a time (bounds the bench's memory)
+	readAppendBatch = 5000 // envelopes per store Append
+)
+
+type readOptions struct {
+	enabled    bool
+	pods       int
+	runs       int
+	requests   int
+	iterations int
+}
+
+func (r *readOptions) define(fs *config.FlagSet) {
+	fs.BoolVar(&r.enabled, "reads", false, "run the read bench instead: fill a database with one large experiment, then time the api's comparison, comparison.csv, interruptions, timeline and 1000-pod page")
+	fs.Int(&r.pods, "read-pods", "", 10000, "-reads: pods to store (about; whole runs of the eventgen mix)")
+	fs.Int(&r.runs, "read-runs", "", 300, "-reads: runs of the experiment")
+	fs.Int(&r.requests, "read-requests", "", 1000000, "-reads: request results to store (at least)")
+	fs.Int(&r.iterations, "read-iterations", "", 30, "-reads: timed requests per endpoint")
+}
+
+func (r readOptions) validate() error {
+	switch {
+	case r.pods <= 0:
+		return config.Usagef("-read-pods must be positive, got %d", r.pods)
+	case r.runs <= 0:
+		return config.Usagef("-read-runs must be positive, got %d", r.runs)
+	case r.pods < r.runs:
+		return config.Usagef("-read-pods (%d) must be at least -read-runs (%d)", r.pods, r.runs)
+	case r.requests < 0:
+		return config.Usagef("-read-requests must not be negative, got %d", r.requests)
+	case r.iterations <= 0:
+		return config.Usagef("-read-iterations must be positive, got %d", r.iterations)
+	}
+	return nil
+}
+
+// readFill is what the bench stored.
+type readFill struct {
+	Experiment string    `json:"experiment"`
+	Runs       int       `json:"runs"`
+	Pods       int       `json:"pods"`
+	Requests   int       `json:"requests"`
+	Events     int       `json:"events"`
+	Seconds    float64   `json:"seconds"`
+	PerSecond  float64   `json:"events_per_second"`
+	End        time.Time `json:"-"` // the last event's time
+}
+
+// readFigure is one endpoint's latency.
+type readFigure struct {
+	Endpoint string  `json:"endpoint"`
+	N        int     `json:"n"`
+	FirstMS  float64 `json:"first_ms"` // the untimed warm-up request: caches cold
+	P50MS    float64 `json:"p50_ms"`
+	P95MS    float64 `json:"p95_ms"`
+	TargetMS float64 `json:"target_p95_ms"`
+}
+
+type readReport struct {
+	Fill    readFill     `json:"fill"`
+	Figures []readFigure `json:"endpoints"`
+}
+
+// runReads is the -reads mode.
+func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, stdout io.Writer, logger *slog.Logger) error {
+	dbURL, err := pg.createDB(ctx, "reads")
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, dbURL, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	fill, err := fillReads(ctx, db, ro, logger)
+	if err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	logger.Info("filled", "events", fill.Events, "pods", fill.Pods, "requests", fill.Requests, "seconds", fill.Seconds)
+	if err := db.Vacuum(ctx); err != nil {
+		return err
+	}
+	pg.checkpoint(ctx)
+
+	srvCtx, stop := context.WithCancel(ctx)
+	bound := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- apiserver.Run(srvCtx, apiserver.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
+			Bound: func(addr string) { bound <- addr }})
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
+	var base string
+	select {
+	case addr := <-bound:
+		base = "http://" + addr
+	case err := <-done:
+		return fmt.Errorf("api: %w", err)
+	}
+	direct, err := store.Open(ctx, dbURL, logger, store.WithoutReadCache())
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	handler, err := api.New(direct, logger.With("component", "api"), prometheus.NewRegistry(), prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	before := httptest.NewServer(handler) // loopback
+	defer before.Close()
+	live := liveRun(ro, fill)
+	figs, err := timeReads(ctx, base, before.URL, fill, ro.iterations, func(i int) error {
+		part := live[i*len(live)/(ro.iterations+1) : (i+1)*len(live)/(ro.iterations+1)]
+		_, err := db.Append(ctx, part, nil)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r := readReport{Fill: fill, Figures: figs}
+	r.print(stdout)
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(r); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+	}
+	return nil
+}
+
+// readShape is the eventgen configuration for ro: every run has, per arm, PodsPerArm pods
+// (plus one oversized pod and one preempted background pod per priority pod), and every arm
+// pod serves RequestsPerPod requests.
+func readShape(ro readOptions) eventgen.Config {
+	cfg := eventgen.Default()
+	cfg.Cluster = benchCluster
+	extra := 0 // pods per run beside the arms' own, per pod of an arm
+	if slices.Contains(cfg.Arms, "priority") {
+		extra = 1
+	}
+	perRun := float64(ro.pods) / float64(ro.runs)
+	cfg.PodsPerArm = max(1, int(math.Ceil((perRun-1)/float64(len(cfg.Arms)+extra))))
+	armPods := ro.runs * len(cfg.Arms) * cfg.PodsPerArm
+	cfg.RequestsPerPod = int(math.Ceil(float64(ro.requests) / float64(armPods)))
+	return cfg
+}
+
+// fillReads stores the experiment a few runs at a time: the next part is generated while the
+// store appends the current one.
+func fillReads(ctx context.Context, db *store.DB, ro readOptions, logger *slog.Logger) (readFill, error) {
+	shape := readShape(ro)
+	fill := readFill{Experiment: shape.Experiment, Runs: ro.runs}
+	type part struct {
+		envs []*events.Envelope
+	}
+	parts := make(chan part, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(parts)
+		start, requests := shape.Start, 0
+		for first := 1; first <= ro.runs; first += readChunkRuns {
+			cfg := shape
+			cfg.Seed = shape.Seed + uint64(first)
+			cfg.FirstRun, cfg.Runs = first, min(readChunkRuns, ro.runs-first+1)
+			cfg.FirstRequest, cfg.Start = requests, start
+			envs := eventgen.Generate(cfg)
+			if first > 1 { // one definition: the first part's
+				envs = slices.DeleteFunc(envs, func(e *events.Envelope) bool { return e.Kind == events.KindExperiment })
+			}
+			for _, e := range envs {
+				if e.Kind == events.KindRequest {
+					requests++
+				}
+				if e.OccurredAt.After(start) {
+					start = e.OccurredAt
+				}
+			}
+			start = start.Add(time.Minute)
+			select {
+			case parts <- part{envs: envs}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	began := time.Now()
+	pods := map[string]bool{}
+	for p := range parts {
+		for _, e := range p.envs {
+			if e.Kind == events.KindRequest {
+				fill.Requests++
+			}
+			if uid := e.PodUID(); uid != "" {
+				pods[uid] = true
+			}
+			if e.OccurredAt.After(fill.End) {
+				fill.End = e.OccurredAt
+			}
+		}
+		for i := 0; i < len(p.envs); i += readAppendBatch {
+			batch := p.envs[i:min(i+readAppendBatch, len(p.envs))]
+			res, err := db.Append(ctx, batch, nil)
+			if err != nil {
+				return fill, err
+			}
+			fill.Events += res.Inserted
+			if res.Duplicates > 0 {
+				return fill, fmt.Errorf("%d generated envelopes shared an id with stored ones", res.Duplicates)
+			}
+		}
+		logger.Debug("stored part", "events", fill.Events)
+	}
+	if err := ctx.Err(); err != nil {
+		return fill, err
+	}
+	d := time.Since(began)
+	fill.Pods = len(pods)
+	fill.Seconds, fill.PerSecond = d.Seconds(), float64(fill.Events)/d.Seconds()
+	return fill, nil
+}
+
+// liveRun is one more run of the experiment, after the stored ones, in the order a collector
+// would publish it.
+func liveRun(ro readOptions, fill readFill) []*events.Envelope {
+	cfg := readShape(ro)
+	cfg.Seed, cfg.FirstRun, cfg.Runs, cfg.FirstRequest = cfg.Seed+uint64(ro.runs+1), ro.runs+1, 1, fill.Requests
+	cfg.Start = fill.End.Add(time.Minute)
+	return slices.DeleteFunc(eventgen.Generate(cfg), func(e *events.Envelope) bool { return e.Kind == events.KindExperiment })
+}
+
+// timeReads asks for every endpoint iterations times (after one warm-up request each, whose
+// time is reported apart: the first comparison fills the per-run caches; the baseline at most
+// readBaselineMax times, without one) and returns their p50 and p95. The timelines and pages asked for rotate over the pods and
+// pages, the interruptions over the runs.
+func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iterations int, growLive func(i int) error) ([]readFigure, error) {
+	client := &http.Client{Timeout: 5 * time.Minute}
+	getFrom := func(base, path string) (time.Duration, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if err != nil {
+			return 0, nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+		}
+		return d, body, nil
+	}
+	get := func(path string) (time.Duration, []byte, error) { return getFrom(base, path) }
+	// Untimed: every page's cursor and the experiment's arm pods.
+	cursors := []string{""}
+	var uids []string
+	for {
+		_, body, err := get("/v1/pods?limit=1000&cursor=" + url.QueryEscape(cursors[len(cursors)-1]))
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Pods []struct {
+				Pod struct {
+					UID string `json:"uid"`
+				} `json:"pod"`
+				Experiment struct {
+					Arm *string `json:"arm"`
+				} `json:"experiment"`
+			} `json:"pods"`
+			Next *string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("read a pod page: %w", err)
+		}
+		for _, p := range page.Pods {
+			if p.Experiment.Arm != nil {
+				uids = append(uids, p.Pod.UID)
+			}
+		}
+		if page.Next == nil {
+			break
+		}
+		cursors = append(cursors, *page.Next)
+	}
+	if len(uids) == 0 {
+		return nil, errors.New("no pod of the experiment is listed")
+	}
+	exp := "/v1/experiments/" + url.PathEscape(fill.Experiment)
+	paths := map[string]func(i int) string{
+		"comparison":     func(int) string { return exp + "/comparison" },
+		"comparison.csv": func(int) string { return exp + "/comparison.csv" },
+		"interruptions": func(i int) string {
+			return exp + "/runs/" + strconv.Itoa(1+(i*37)%fill.Runs) + "/interruptions"
+		},
+		"timeline":             func(i int) string { return "/v1/pods/" + uids[(i*7919)%len(uids)] + "/timeline" },
+		"pods?limit=1000":      func(i int) string { return "/v1/pods?limit=1000&cursor=" + url.QueryEscape(cursors[i%len(cursors)]) },
+		"comparison, live run": func(int) string { return exp + "/comparison" },
+		readBaseline:           func(int) string { return exp + "/comparison" },
+	}
+	// The five reads of a stored experiment take turns, one request each per round, so that
+	// they see the same load (this machine may be shared); the live run and the baseline come
+	// after them, each in a block of its own (the live run changes what the others read).
+	steady := readEndpoints[:5]
+	firsts := map[string]time.Duration{}
+	times := map[string][]time.Duration{}
+	for _, name := range steady {
+		d, _, err := get(paths[name](iterations)) // warm-up
+		if err != nil {
+			return nil, err
+		}
+		firsts[name] = d
+	}
+	for i := range iterations {
+		for _, name := range steady {
+			d, _, err := get(paths[name](i))
+			if err != nil {
+				return nil, err
+			}
+			times[name] = append(times[name], d)
+		}
+	}
+	if err := growLive(0); err != nil {
+		return nil, err
+	}
+	d, _, err := get(paths["comparison, live run"](0))
+	if err != nil {
+		return nil, err
+	}
+	firsts["comparison, live run"] = d
+	for i := range iterations {
+		if err := growLive(i + 1); err != nil {
+			return nil, err
+		}
+		d, _, err := get(paths["comparison, live run"](i))
+		if err != nil {
+			return nil, err
+		}
+		times["comparison, live run"] = append(times["comparison, live run"], d)
+	}
+	for i := range min(iterations, readBaselineMax) { // nothing to warm: it reads everything every time
+		d, _, err := getFrom(baseBefore, paths[readBaseline](i))
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			firsts[readBaseline] = d
+		}
+		times[readBaseline] = append(times[readBaseline], d)
+	}
+	var out []readFigure
+	for _, name := range readEndpoints {
+		ds := times[name]
+		slices.Sort(ds)
+		ms := func(q float64) float64 {
+			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
+		}
+		out = append(out, readFigure{Endpoint: name, N: len(ds), FirstMS: float64(firsts[name].Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
+			TargetMS: float64(readTargets[name].Milliseconds())})
+	}
+	return out, nil
+}
+
+func (r readReport) print(w io.Writer) {
+	f := r.Fill
+	fmt.Fprintf(w, "schedlens-bench -reads: experiment %s, %d runs, %d pods, %d request results (%d events stored in %.1f s, %.0f events/s)\n",
+		f.Experiment, f.Runs, f.Pods, f.Requests, f.Events, f.Seconds, f.PerSecond)
+	fmt.Fprintf(w, "  %-20s %11s %5s %10s %10s %14s\n", "GET", "first", "n", "p50", "p95", "target p95")
+	for _, g := range r.Figures {
+		mark := "ok"
+		if g.P95MS >= g.TargetMS {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  %-20s %8.1f ms %5d %7.1f ms %7.1f ms %8.0f ms  %s\n", g.Endpoint, g.FirstMS, g.N, g.P50MS, g.P95MS, g.TargetMS, mark)
+	}
+	by := map[string]readFigure{}
+	for _, g := range r.Figures {
+		by[g.Endpoint] = g
+	}
+	if now, ok := by["comparison"]; ok {
+		if was, ok := by[readBaseline]; ok && now.P50MS > 0 && now.P95MS > 0 {
+			fmt.Fprintf(w, "  comparison now vs before (same data, same run): p50 %.1f× faster, p95 %.1f× faster\n", was.P50MS/now.P50MS, was.P95MS/now.P95MS)
+		}
+	}
+}

@@ -1,0 +1,467 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/compare"
+)
+
+// The comparison reads every pod, snapshot and request of an experiment; at 300 runs and a
+// million requests that is seconds, nearly all of it for runs that did not change since the
+// last comparison. So what a comparison reads of a run — its pods with their measures and
+// latency histograms, its arms' interruption seconds and placement — is kept per run (a
+// runSlice), with the run's fingerprint, and read again only when the fingerprint changed.
+//
+// The fingerprint is the set of the run's pod rows with their row versions (xmin): every
+// stored event of a pod, every result attributed to it by IP and every inventory that ends it
+// rewrites its row in the transaction that stores it (mergePods upserts the pod of every
+// event with ON CONFLICT DO UPDATE, which writes a new row version even when no value
+// changes), and every table a run slice reads besides the events is written in that same
+// transaction (pod_latency, pod_gpu_util, pod_event_series). The pod_timeline view also reads
+// scope_watches and end_reasons, which belong to no pod: their row versions are part of every
+// run's fingerprint. A run slice is therefore reused only for exactly the stored state it was
+// read from, and the comparison it gives is the one reading everything gives
+// (TestComparisonInputCachedEqualsDirect).
+
+// runCacheMaxPods bounds the run slices by the pods they hold (a pod's summary and histogram
+// take one to two kB): when full, the cache starts over. runSliceMax bounds the interruptions
+// kept.
+const (
+	runCacheMaxPods = 50000
+	runSliceMax     = 5000
+)
+
+// runSliceKey names one run of an experiment as a comparison over namespace reads it. Run ""
+// is the pods without a run label (and those whose label is empty), as the comparison pools
+// them.
+type runSliceKey struct{ experiment, namespace, run string }
+
+// runSlice is what ComparisonInput read of one run.
+type runSlice struct {
+	fingerprint string
+	pods        []align.Summary // in (first_seen, uid) order, with measures
+	latency     map[string]map[int32]int64
+	// interruption is per arm the seconds of its ReadyBelowDesired and NoSuccess windows
+	// (align.DefaultMinGap), summed in window order; nil when the run has no interruptions to
+	// read (RunInterruptions: ErrNotFound).
+	interruption map[string]float64
+	placement    []placementRow
+	failed       []failedRow
+}
+
+type placementRow struct {
+	arm                  string
+	node, model, sharing *string
+}
+
+type failedRow struct {
+	arm, reason string
+	nodes       int
+}
+
+type runCache struct {
+	mu     sync.Mutex
+	slices map[runSliceKey]*runSlice
+	pods   int // in slices
+}
+
+func (c *runCache) get(k runSliceKey) *runSlice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slices[k]
+}
+
+func (c *runCache) put(k runSliceKey, s *runSlice) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.slices[k]; old != nil {
+		c.pods -= len(old.pods)
+	}
+	if c.slices == nil || c.pods+len(s.pods) > runCacheMaxPods {
+		c.slices, c.pods = map[runSliceKey]*runSlice{}, 0
+	}
+	c.slices[k] = s
+	c.pods += len(s.pods)
+}
+
+// sharedFingerprint is the part of every run's fingerprint that belongs to no pod.
+const sharedFingerprint = `
+SELECT md5(COALESCE((SELECT string_agg(cluster || '/' || scope_key || '/' || since::text || ':' || xmin::text, ',' ORDER BY cluster, scope_key, since)
+                     FROM scope_watches), '')
+           || '|' || COALESCE((SELECT string_agg(rank::text || ':' || xmin::text, ',' ORDER BY rank) FROM end_reasons), ''))`
+
+// runFingerprints is each run's pod rows with their row versions.
+const runFingerprints = `
+SELECT COALESCE(exp_run, ''), md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
+FROM pods WHERE exp_name = $1 AND ($2 = '' OR namespace = $2)
+GROUP BY 1`
+
+// comparisonRuns returns the run slices of an experiment's pods in namespace, reading again
+// those whose fingerprint changed, all in one snapshot.
+func (db *DB) comparisonRuns(ctx context.Context, name, namespace string) (map[string]*runSlice, error) {
+	out := map[string]*runSlice{}
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var shared string
+		if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
+			return fmt.Errorf("read fingerprints of %s: %w", name, err)
+		}
+		rows, err := tx.Query(ctx, runFingerprints, name, namespace)
+		if err != nil {
+			return fmt.Errorf("read fingerprints of %s: %w", name, err)
+		}
+		fps := map[string]string{}
+		var run, fp string
+		if _, err := pgx.ForEachRow(rows, []any{&run, &fp}, func() error {
+			fps[run] = shared + fp
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read fingerprints of %s: %w", name, err)
+		}
+		var stale []string
+		for run, fp := range fps {
+			if s := db.runs.get(runSliceKey{name, namespace, run}); s != nil && s.fingerprint == fp {
+				out[run] = s
+			} else {
+				stale = append(stale, run)
+			}
+		}
+		if len(stale) == 0 {
+			return nil
+		}
+		slices.SortFunc(stale, CompareRuns)
+		read, err := db.readRunSlices(ctx, tx, name, namespace, stale)
+		if err != nil {
+			return err
+		}
+		for run, s := range read {
+			s.fingerprint = fps[run]
+			db.runs.put(runSliceKey{name, namespace, run}, s)
+			out[run] = s
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readRunSlices reads the slices of runs (names as runFingerprints gives them) inside tx.
+func (db *DB) readRunSlices(ctx context.Context, tx pgx.Tx, name, namespace string, runs []string) (map[string]*runSlice, error) {
+	out := make(map[string]*runSlice, len(runs))
+	for _, r := range runs {
+		out[r] = &runSlice{latency: map[string]map[int32]int64{}}
+	}
+	rows, err := tx.Query(ctx, `SELECT `+summaryColumns+` FROM pod_timeline
+		WHERE exp_name = $1 AND ($2 = '' OR namespace = $2) AND COALESCE(exp_run, '') = ANY($3)
+		ORDER BY first_seen, uid`, name, namespace, runs)
+	if err != nil {
+		return nil, fmt.Errorf("read pods of %s: %w", name, err)
+	}
+	var pods []align.Summary
+	for rows.Next() {
+		s, _, err := scanSummary(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read pods of %s: %w", name, err)
+		}
+		pods = append(pods, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read pods of %s: %w", name, err)
+	}
+	if err := fillMeasures(ctx, tx, pods, db.idle); err != nil {
+		return nil, err
+	}
+	runOf := make(map[string]string, len(pods))
+	uids := make([]string, len(pods))
+	for i, p := range pods {
+		run := deref(p.Experiment.Run)
+		out[run].pods = append(out[run].pods, p)
+		runOf[p.Pod.UID] = run
+		uids[i] = p.Pod.UID
+	}
+
+	rows, err = tx.Query(ctx, `SELECT pod_uid, bucket, count FROM pod_latency WHERE pod_uid = ANY($1)`, uids)
+	if err != nil {
+		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+	}
+	var uid string
+	var bucket int32
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &bucket, &n}, func() error {
+		l := out[runOf[uid]].latency
+		if l[uid] == nil {
+			l[uid] = map[int32]int64{}
+		}
+		l[uid][bucket] = n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+	}
+
+	for _, run := range runs {
+		arms, err := runInterruptions(ctx, tx, name, namespace, run, align.DefaultMinGap)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s := out[run]
+		s.interruption = map[string]float64{}
+		for _, a := range arms {
+			var sec float64
+			for _, w := range a.Windows {
+				if w.Kind == align.ReadyBelowDesired || w.Kind == align.NoSuccess {
+					sec += w.Seconds
+				}
+			}
+			s.interruption[a.Arm] = sec
+		}
+	}
+
+	rows, err = tx.Query(ctx, `
+		SELECT COALESCE(t.exp_run, ''), COALESCE(t.exp_arm, ''), t.node, g.model, g.sharing
+		FROM pod_timeline t
+		LEFT JOIN LATERAL (
+			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
+			FROM events e
+			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
+			  AND e.envelope->'data'->'gpu' IS NOT NULL
+			ORDER BY e.occurred_at DESC LIMIT 1) g ON true
+		WHERE t.exp_name = $1 AND ($2 = '' OR t.namespace = $2) AND COALESCE(t.exp_run, '') = ANY($3)`, name, namespace, runs)
+	if err != nil {
+		return nil, fmt.Errorf("read placement of %s: %w", name, err)
+	}
+	var run string
+	var pr placementRow
+	if _, err := pgx.ForEachRow(rows, []any{&run, &pr.arm, &pr.node, &pr.model, &pr.sharing}, func() error {
+		out[run].placement = append(out[run].placement, pr)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read placement of %s: %w", name, err)
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT COALESCE(p.exp_run, ''), COALESCE(p.exp_arm, ''), r->>'reason', sum((r->>'nodes')::int)::int
+		FROM events e JOIN pods p ON p.uid = e.pod_uid
+		CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.envelope->'data'->'scheduling'->'reasons', '[]'::jsonb)) r
+		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2) AND COALESCE(p.exp_run, '') = ANY($3)
+		  AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		GROUP BY 1, 2, 3`, name, namespace, runs)
+	if err != nil {
+		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)
+	}
+	var fr failedRow
+	if _, err := pgx.ForEachRow(rows, []any{&run, &fr.arm, &fr.reason, &fr.nodes}, func() error {
+		out[run].failed = append(out[run].failed, fr)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// comparisonArms assembles the comparison's arms and placement from run slices as reading
+// every pod would (comparisonInputDirect): pods in (first_seen, uid) order within each arm's
+// run, preemptions caused counted over the whole experiment.
+func comparisonArms(in *compare.Input, runs map[string]*runSlice) {
+	caused := map[string]int{}
+	for _, s := range runs {
+		for _, p := range s.pods {
+			if p.PreemptedBy != nil {
+				caused[*p.PreemptedBy]++
+			}
+		}
+	}
+	for _, run := range slices.SortedFunc(maps.Keys(runs), CompareRuns) {
+		s := runs[run]
+		for _, p := range s.pods {
+			arm, r := deref(p.Experiment.Arm), deref(p.Experiment.Run)
+			if in.Arms[arm] == nil {
+				in.Arms[arm] = map[string]compare.RunData{}
+			}
+			rd := in.Arms[arm][r]
+			rd.Pods = append(rd.Pods, compare.PodData{Summary: p, Latency: s.latency[p.Pod.UID], PreemptionsCaused: caused[p.Pod.UID]})
+			in.Arms[arm][r] = rd
+		}
+		for arm, sec := range s.interruption {
+			if rd, ok := in.Arms[arm][run]; ok {
+				rd.InterruptionS += sec
+				in.Arms[arm][run] = rd
+			}
+		}
+	}
+	in.Placement = map[string]*ArmPlacement{}
+	get := func(arm string) *ArmPlacement {
+		p := in.Placement[arm]
+		if p == nil {
+			p = compare.NewArmPlacement()
+			in.Placement[arm] = p
+		}
+		return p
+	}
+	for _, s := range runs {
+		for _, r := range s.placement {
+			p := get(r.arm)
+			if r.node != nil {
+				p.Nodes[*r.node]++
+			}
+			if r.model != nil && *r.model != "" {
+				p.GPUModels[*r.model]++
+			}
+			if r.sharing != nil && *r.sharing != "" {
+				p.Sharing[*r.sharing]++
+			}
+		}
+		for _, r := range s.failed {
+			get(r.arm).FailedScheduling[r.reason] += r.nodes
+		}
+	}
+}
+
+// A run's service interruptions (RunInterruptions: every timeline reads its run's) are kept the
+// same way, by the fingerprint of the run's pod rows, which is all they read.
+
+type interruptionKey struct {
+	experiment, namespace, run string
+	minGap                     time.Duration
+}
+
+type interruptionEntry struct {
+	fingerprint string
+	arms        []ArmInterruptions // nil: ErrNotFound
+}
+
+type interruptionCache struct {
+	mu      sync.Mutex
+	entries map[interruptionKey]interruptionEntry
+}
+
+func (c *interruptionCache) get(k interruptionKey) (interruptionEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+func (c *interruptionCache) put(k interruptionKey, e interruptionEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= runSliceMax {
+		c.entries = map[interruptionKey]interruptionEntry{}
+	}
+	c.entries[k] = e
+}
+
+// cachedInterruptions is runInterruptions inside tx, from the cache when the run's pod rows
+// did not change since it was computed.
+func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+	var fp *string
+	if err := tx.QueryRow(ctx, `
+		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
+		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp); err != nil {
+		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+	}
+	k := interruptionKey{experiment, namespace, run, minGap}
+	if e, ok := db.interruptions.get(k); ok && e.fingerprint == deref(fp) {
+		if e.arms == nil {
+			return nil, ErrNotFound
+		}
+		return slices.Clone(e.arms), nil
+	}
+	arms, err := runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp)})
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp), arms: slices.Clone(arms)})
+	return arms, nil
+}
+
+// Comparison builds the comparison of experiment name's pods in namespace with baseline
+// (compare.Build over ComparisonInput). A comparison built from the same stored state — the same
+// run fingerprints, definition and nodes — with the same baseline is the same, so the last few
+// are kept and handed out again: the result is shared, read it and do not change it.
+// ErrNotFound and *compare.BadBaselineError as ComparisonInput and compare.Build.
+func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) (compare.Comparison, error) {
+	if db.direct {
+		in, err := db.ComparisonInput(ctx, name, namespace)
+		if err != nil {
+			return compare.Comparison{}, err
+		}
+		return compare.Build(in, baseline)
+	}
+	in, fp, err := db.comparisonInput(ctx, name, namespace)
+	if err != nil {
+		return compare.Comparison{}, err
+	}
+	key := name + "\x00" + namespace + "\x00" + baseline + "\x00" + fp
+	if c, ok := db.comparisons.get(key); ok {
+		return c, nil
+	}
+	c, err := compare.Build(in, baseline)
+	if err != nil {
+		return c, err
+	}
+	db.comparisons.put(key, c)
+	return c, nil
+}
+
+// comparisonKey is everything a comparison's input was read from, as text: each run's
+// fingerprint (its pod rows' versions, scope_watches and end_reasons), the definition as stored
+// with when it was received, and the nodes' labels and versions.
+func comparisonKey(in compare.Input, def []byte, runs map[string]*runSlice) (string, error) {
+	var b strings.Builder
+	for _, run := range slices.SortedFunc(maps.Keys(runs), CompareRuns) {
+		b.WriteString(run)
+		b.WriteByte(0)
+		b.WriteString(runs[run].fingerprint)
+		b.WriteByte(0)
+	}
+	b.WriteString(strconv.Quote(string(def)))
+	b.WriteString(in.DefinedAt.UTC().Format(time.RFC3339Nano))
+	nodes, err := json.Marshal(in.Nodes) // map keys sorted
+	if err != nil {
+		return "", err
+	}
+	b.Write(nodes)
+	return b.String(), nil
+}
+
+// comparisonsMax is how many built comparisons are kept (each a few hundred kB at 300 runs).
+const comparisonsMax = 16
+
+type comparisonCache struct {
+	mu      sync.Mutex
+	entries map[string]compare.Comparison
+}
+
+func (c *comparisonCache) get(k string) (compare.Comparison, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	return e, ok
+}
+
+func (c *comparisonCache) put(k string, e compare.Comparison) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil || len(c.entries) >= comparisonsMax {
+		c.entries = map[string]compare.Comparison{}
+	}
+	c.entries[k] = e
+}

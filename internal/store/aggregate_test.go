@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// TestComparisonInputCachedEqualsDirect checks that the comparison read through the per-run
+// slices (ComparisonInput) is exactly the one read from every pod, snapshot and request
+// (ComparisonInputDirect) — the input and the comparison built from it, as JSON — on the
+// eventgen experiment while it is stored: half of it in order, then the rest shuffled (late,
+// out-of-order snapshots and requests of runs already read), checked after every batch, for all
+// namespaces and for the experiment's; and each run's interruptions (RunInterruptions, kept by
+// the same fingerprint) against computing them, run 6 not stored (ErrNotFound); and Comparison
+// (kept by everything it read) against building from the direct input, for two baselines.
+func TestComparisonInputCachedEqualsDirect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openDB(t)
+	cfg := eventgen.Default()
+	cfg.Runs = 5
+	envs := eventgen.Generate(cfg)
+	half := len(envs) / 2
+	ingestInBatches(t, db, envs[:half], 50)
+	check := func(stage string) {
+		t.Helper()
+		for _, run := range []string{"1", "2", "3", "4", "5", "6"} {
+			for _, gap := range []time.Duration{align.DefaultMinGap, 300 * time.Millisecond} {
+				want, wantErr := db.RunInterruptionsDirect(ctx, cfg.Experiment, "", run, gap)
+				for range 2 {
+					got, err := db.RunInterruptions(ctx, cfg.Experiment, "", run, gap)
+					if !errors.Is(err, wantErr) && (err == nil || wantErr == nil || err.Error() != wantErr.Error()) {
+						t.Fatalf("%s: run %s interruptions: err = %v, want %v", stage, run, err, wantErr)
+					}
+					if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+						t.Fatalf("%s: run %s interruptions differ\ncached %s\ndirect %s", stage, run, g, w)
+					}
+				}
+			}
+		}
+		for _, ns := range []string{"", cfg.Namespace} {
+			want, err := db.ComparisonInputDirect(ctx, cfg.Experiment, ns)
+			if err != nil {
+				t.Fatalf("%s: direct: %v", stage, err)
+			}
+			for range 2 { // cold or stale, then warm
+				got, err := db.ComparisonInput(ctx, cfg.Experiment, ns)
+				if err != nil {
+					t.Fatalf("%s: cached: %v", stage, err)
+				}
+				if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+					t.Fatalf("%s, namespace %q: input differs\ncached %s\ndirect %s", stage, ns, g, w)
+				}
+				gc, err := compare.Build(got, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				wc, err := compare.Build(want, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := jsonOf(t, gc), jsonOf(t, wc); g != w {
+					t.Fatalf("%s, namespace %q: comparison differs\ncached %s\ndirect %s", stage, ns, g, w)
+				}
+			}
+			for _, baseline := range []string{"", "affinity"} {
+				wc, err := compare.Build(want, baseline)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 2 { // built, then kept
+					gc, err := db.Comparison(ctx, cfg.Experiment, ns, baseline)
+					if err != nil {
+						t.Fatalf("%s: Comparison: %v", stage, err)
+					}
+					if g, w := jsonOf(t, gc), jsonOf(t, wc); g != w {
+						t.Fatalf("%s, namespace %q, baseline %q: Comparison differs\nkept %s\nbuilt %s", stage, ns, baseline, g, w)
+					}
+				}
+			}
+		}
+	}
+	check("first half")
+	rest := envs[half:]
+	rand.New(rand.NewPCG(3, 3)).Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	for i := 0; i < len(rest); i += 150 {
+		ingestInBatches(t, db, rest[i:min(i+150, len(rest))], 150)
+		check("after a shuffled batch")
+	}
+	for _, f := range []func(context.Context, string, string) (compare.Input, error){db.ComparisonInput, db.ComparisonInputDirect} {
+		if _, err := f(ctx, cfg.Experiment, "elsewhere"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("namespace without pods: err = %v, want ErrNotFound", err)
+		}
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(canonicalJSON(b))
+}
