@@ -55,9 +55,14 @@ type options struct {
 	adminURL  string
 	json      bool
 	log       config.Logging
+	lag       lagOptions    // -lag: lag.go
+	memory    memoryOptions // -memory: memory.go
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if isChild(args) {
+		return runChild(ctx, args, stdout, stderr)
+	}
 	var o options
 	fs := config.New("schedlens-bench", getenv, stderr)
 	fs.Int(&o.n, "n", "", 50000, "events to store end to end and with CopyFrom")
@@ -67,6 +72,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
 	o.log.Define(fs)
+	o.lag.define(fs)
+	o.memory.define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -88,6 +95,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return config.Usagef("-batch-size must be positive, got %d", o.batchSize)
 	case o.batchWait <= 0:
 		return config.Usagef("-batch-wait must be positive, got %s", o.batchWait)
+	}
+	switch {
+	case o.lag.enabled && o.memory.enabled:
+		return config.Usagef("-lag and -memory are separate runs: give one")
+	case o.lag.enabled:
+		return runLag(ctx, o, stdout, stderr)
+	case o.memory.enabled:
+		return runMemory(ctx, o, stdout, stderr)
 	}
 	logger, err := o.log.Logger(stderr, "bench")
 	if err != nil {
