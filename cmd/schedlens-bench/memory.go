@@ -70,6 +70,9 @@ type memoryReport struct {
 	// minutes, then the scavenger): the steady state with the pods in its cache.
 	Collector procMemory `json:"collector_process"`
 	AfterGC   procMemory `json:"after_gc"`
+	// LiveHeap is the Go heap in use after that GC (runtime.MemStats.HeapAlloc): what the
+	// collector holds, the informer caches above all.
+	LiveHeap int64 `json:"live_heap_bytes"`
 	// Start is the child's memory before it built anything: the runtime and the executable.
 	Start procMemory `json:"start"`
 	// PodLists and PodWatchLists are how the collector asked for the pods: list pages, or
@@ -169,8 +172,11 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := c.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		return fmt.Errorf("ask the collector child to collect garbage: %w", err)
 	}
-	if _, err := c.expect(ctx, "collected", time.Minute); err != nil {
+	if line, err = c.expect(ctx, "collected ", time.Minute); err != nil {
 		return err
+	}
+	if r.LiveHeap, err = strconv.ParseInt(line, 10, 64); err != nil {
+		return fmt.Errorf("collector child said %q: %w", line, err)
 	}
 	if r.AfterGC, err = readProcMemory(c.pid()); err != nil {
 		return err
@@ -193,6 +199,7 @@ func (r memoryReport) print(w io.Writer) {
 		mb(r.Collector.RSS), mb(r.Collector.Peak), mb(r.AfterGC.RSS), mb(r.Target))
 	fmt.Fprintf(w, "    anonymous (RssAnon: heap, stacks) when ready %s, after a GC %s; at start, before anything was built: VmRSS %s, RssAnon %s (the rest is the bench executable's pages)\n",
 		mb(r.Collector.Anon), mb(r.AfterGC.Anon), mb(r.Start.RSS), mb(r.Start.Anon))
+	fmt.Fprintf(w, "    Go heap in use after the GC %s (%.0f bytes per pod)\n", mb(r.LiveHeap), float64(r.LiveHeap)/float64(max(r.Pods, 1)))
 	fmt.Fprintf(w, "    after a GC: what the collector's runtime reaches by itself within minutes (a forced GC every 2 min, then the scavenger) when nothing changes\n")
 	if r.HeapProfile != "" {
 		fmt.Fprintf(w, "  heap profile of the collector child: %s (go tool pprof -sample_index=inuse_space %s)\n", r.HeapProfile, r.HeapProfile)
@@ -290,7 +297,9 @@ func runCollectorChild(ctx context.Context, args []string, stdout, stderr io.Wri
 					return err
 				}
 			}
-			fmt.Fprintln(stdout, "collected")
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(stdout, "collected %d\n", ms.HeapAlloc)
 		}
 	}
 
