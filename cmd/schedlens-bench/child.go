@@ -55,15 +55,16 @@ type child struct {
 	done  chan error
 }
 
-// startChild re-executes the bench as component name with args; the child's stderr (its log)
-// goes to stderr.
-func startChild(name string, args []string, stderr io.Writer) (*child, error) {
+// startChild re-executes the bench as component name with args and this process's environment
+// plus env; the child's stderr (its log) goes to stderr.
+func startChild(name string, args, env []string, stderr io.Writer) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the bench's executable to re-run it as the %s: %w", name, err)
 	}
 	cmd := exec.Command(exe, append([]string{childFlag, name}, args...)...)
 	cmd.Stderr = stderr
+	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

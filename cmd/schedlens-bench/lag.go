@@ -185,7 +185,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	corr, err := startChild(childCorrelator, []string{
 		"-nats-url", natsURL, "-database-url", dbURL, "-consumer", consumer,
 		"-stream-max-bytes", fmt.Sprint(sc.MaxBytes), "-log-level", o.log.Level,
-	}, stderr)
+	}, nil, stderr)
 	if err != nil {
 		return err
 	}

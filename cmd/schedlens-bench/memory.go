@@ -51,12 +51,14 @@ type memoryOptions struct {
 	enabled     bool
 	pods        int
 	heapProfile string
+	memLimit    string
 }
 
 func (m *memoryOptions) define(fs *config.FlagSet) {
 	fs.BoolVar(&m.enabled, "memory", false, "instead of the throughput runs: run a collector (child process) against a fake clientset holding -memory-pods recorded-shape pods, publishing to JetStream, and print its RSS once it has listed and published everything")
 	fs.Int(&m.pods, "memory-pods", "", 10_000, "pods in the collector's scope for -memory")
-	fs.String(&m.heapProfile, "memory-heap-profile", "", "", "with -memory: write the collector child's heap profile (go tool pprof) to this file once it is ready")
+	fs.String(&m.heapProfile, "memory-heap-profile", "", "", "with -memory: write the collector child's heap profile (go tool pprof) to this file once it is ready and has collected garbage")
+	fs.String(&m.memLimit, "memory-gomemlimit", "", "", "with -memory: GOMEMLIMIT for the collector child only (e.g. 96MiB), to see what a soft memory limit does to its RSS (default: the environment's)")
 }
 
 // memoryReport is everything the memory run prints, also as JSON with -json.
@@ -79,6 +81,7 @@ type memoryReport struct {
 	// watch-lists.
 	PodLists      int64  `json:"pod_list_pages"`
 	PodWatchLists int64  `json:"pod_watch_lists"`
+	GoMemLimit    string `json:"gomemlimit,omitempty"`
 	Target        int64  `json:"target_rss_bytes"`
 	HeapProfile   string `json:"heap_profile,omitempty"`
 }
@@ -142,7 +145,11 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		args = append(args, "-heap-profile", o.memory.heapProfile)
 	}
 	start := time.Now()
-	c, err := startChild(childCollector, args, stderr)
+	var env []string
+	if o.memory.memLimit != "" {
+		env = []string{"GOMEMLIMIT=" + o.memory.memLimit}
+	}
+	c, err := startChild(childCollector, args, env, stderr)
 	if err != nil {
 		return err
 	}
@@ -151,7 +158,7 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			logger.Warn("collector child", "error", err)
 		}
 	}()
-	r := memoryReport{Pods: o.memory.pods, Target: targetCollectorRSS, HeapProfile: o.memory.heapProfile}
+	r := memoryReport{Pods: o.memory.pods, Target: targetCollectorRSS, HeapProfile: o.memory.heapProfile, GoMemLimit: o.memory.memLimit}
 	line, err := c.expect(ctx, "baseline ", 5*time.Minute)
 	if err != nil {
 		return err
@@ -194,6 +201,9 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 func (r memoryReport) print(w io.Writer) {
 	fmt.Fprintf(w, "schedlens-bench -memory: a collector (child process, collectorapp as `collector run`) with %d pods in scope, publishing to JetStream\n", r.Pods)
 	fmt.Fprintf(w, "  listed and published %d envelopes (acknowledged by JetStream) in %.1f s\n", r.Published, r.ReadyIn)
+	if r.GoMemLimit != "" {
+		fmt.Fprintf(w, "  the collector child ran with GOMEMLIMIT=%s\n", r.GoMemLimit)
+	}
 	fmt.Fprintf(w, "  the pods came from the bench's fake clientset over HTTP (%d watch-lists, %d list pages)\n", r.PodWatchLists, r.PodLists)
 	fmt.Fprintf(w, "  collector RSS (VmRSS) when ready %s  peak (VmHWM) %s  after a GC %s  (target ≤ %s with 10k pods)\n",
 		mb(r.Collector.RSS), mb(r.Collector.Peak), mb(r.AfterGC.RSS), mb(r.Target))
