@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -123,3 +124,14 @@ func hasGPURequest(l corev1.ResourceList) bool {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestRecordedPodsCopy keeps the embedded pods equal to the recorded ones they copy.
+func TestRecordedPodsCopy(t *testing.T) {
+	orig, err := os.ReadFile("../../internal/kube/testdata/pods.list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(orig, recordedPods) {
+		t.Error("testdata/pods.list.json differs from internal/kube/testdata/pods.list.json: copy it again")
+	}
+}
