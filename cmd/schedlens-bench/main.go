@@ -59,9 +59,14 @@ type options struct {
 	adminURL  string
 	json      bool
 	log       config.Logging
+	lag       lagOptions    // -lag: lag.go
+	memory    memoryOptions // -memory: memory.go
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if isChild(args) {
+		return runChild(ctx, args, stdout, stderr)
+	}
 	var o options
 	var ro readOptions
 	fs := config.New("schedlens-bench", getenv, stderr)
@@ -73,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
 	o.log.Define(fs)
+	o.lag.define(fs)
+	o.memory.define(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -97,6 +104,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err := ro.validate(); ro.enabled && err != nil {
 		return err
+	}
+	switch {
+	case o.lag.enabled && o.memory.enabled, (o.lag.enabled || o.memory.enabled) && ro.enabled:
+		return config.Usagef("-lag, -memory and -reads are separate runs: give one")
+	case o.lag.enabled:
+		return runLag(ctx, o, stdout, stderr)
+	case o.memory.enabled:
+		return runMemory(ctx, o, stdout, stderr)
 	}
 	logger, err := o.log.Logger(stderr, "bench")
 	if err != nil {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"reflect"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,11 +14,18 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Transform is a cache.TransformFunc for informers: it shrinks objects before they enter the
 // cache, in place (informers hand it freshly decoded objects). Every object loses managedFields and
 // the kubectl.kubernetes.io/last-applied-configuration annotation; pods also lose what the
-// conversions never read (volumes, ephemeral containers, containers' env, envFrom, command, args,
-// volumeMounts, volumeDevices, lifecycle and probes; init containers keep only name, resources and
-// restartPolicy, which sidecar accounting needs); nodes lose status.images, volumesAttached and
-// volumesInUse. Everything the conversions read is kept, and values that are not Kubernetes
-// objects (cache.DeletedFinalStateUnknown included) pass through untouched.
+// conversions never read: volumes, ephemeral containers, image pull secrets, host aliases, DNS
+// config, the pod security context, readiness gates, topology spread constraints, overhead,
+// resource claims and scheduling gates; containers and init containers keep only name, resources
+// and restartPolicy (which sidecar accounting needs); the status loses hostIPs and podIPs (hostIP
+// and podIP stay), its message, init, ephemeral and resource claim statuses; conditions keep
+// type, status, reason and lastTransitionTime, container statuses name, ready, restartCount and
+// state, each in a slice of the exact length. The strings every pod of an experiment repeats
+// (namespace, labels, node, owner, condition types, container names) are interned. Nodes
+// lose status.images, volumesAttached and volumesInUse. Everything the conversions read is kept
+// (TestTransformKeepsConversions), and values that are not Kubernetes objects
+// (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
+// the collector's memory is mostly these objects (docs/bench-lag-memory.md).
 func Transform(obj any) (any, error) {
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
 		return obj, nil
@@ -48,23 +56,92 @@ func Transform(obj any) (any, error) {
 }
 
 func trimPod(pod *corev1.Pod) {
+	meta := &pod.ObjectMeta
+	meta.Namespace = intern(meta.Namespace)
+	meta.GenerateName = intern(meta.GenerateName)
+	meta.Labels = internMap(meta.Labels)
+	for i := range meta.OwnerReferences {
+		r := &meta.OwnerReferences[i]
+		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+	}
 	spec := &pod.Spec
 	spec.Volumes = nil
 	spec.EphemeralContainers = nil
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		c.Env = nil
-		c.EnvFrom = nil
-		c.Command = nil
-		c.Args = nil
-		c.VolumeMounts = nil
-		c.VolumeDevices = nil
-		c.Lifecycle = nil
-		c.LivenessProbe = nil
-		c.ReadinessProbe = nil
-		c.StartupProbe = nil
+	spec.ImagePullSecrets = nil
+	spec.HostAliases = nil
+	spec.DNSConfig = nil
+	spec.SecurityContext = nil
+	spec.ReadinessGates = nil
+	spec.TopologySpreadConstraints = nil
+	spec.Overhead = nil
+	spec.ResourceClaims = nil
+	spec.SchedulingGates = nil
+	spec.NodeName = intern(spec.NodeName)
+	spec.PriorityClassName = intern(spec.PriorityClassName)
+	spec.SchedulerName = intern(spec.SchedulerName)
+	spec.ServiceAccountName = intern(spec.ServiceAccountName)
+	spec.DeprecatedServiceAccount = intern(spec.DeprecatedServiceAccount)
+	spec.NodeSelector = internMap(spec.NodeSelector)
+	spec.Containers = slimContainers(spec.Containers)
+	spec.InitContainers = slimContainers(spec.InitContainers)
+	for i := range spec.Tolerations {
+		t := &spec.Tolerations[i]
+		t.Key, t.Value = intern(t.Key), intern(t.Value)
 	}
-	for i, c := range spec.InitContainers {
-		spec.InitContainers[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	st := &pod.Status
+	st.HostIPs = nil
+	st.PodIPs = nil
+	st.InitContainerStatuses = nil
+	st.EphemeralContainerStatuses = nil
+	st.ResourceClaimStatuses = nil
+	st.HostIP = intern(st.HostIP)
+	st.Message = ""
+	if len(st.Conditions) > 0 {
+		conds := make([]corev1.PodCondition, len(st.Conditions))
+		for i, c := range st.Conditions {
+			conds[i] = corev1.PodCondition{Type: corev1.PodConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))),
+				Reason: intern(c.Reason), LastTransitionTime: c.LastTransitionTime}
+		}
+		st.Conditions = conds
 	}
+	if len(st.ContainerStatuses) > 0 {
+		statuses := make([]corev1.ContainerStatus, len(st.ContainerStatuses))
+		for i, c := range st.ContainerStatuses {
+			statuses[i] = corev1.ContainerStatus{Name: intern(c.Name), Ready: c.Ready, RestartCount: c.RestartCount, State: c.State}
+		}
+		st.ContainerStatuses = statuses
+	}
+}
+
+// slimContainers keeps of each container its name, resources and restartPolicy, in a slice of
+// the exact length (a decoder's slices have room to spare).
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: intern(c.Name), Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// intern returns the canonical copy of s: the names and values repeated in every pod of an
+// experiment (namespace, labels, node, condition types) are held once, not once per pod.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}
+
+func internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
 }

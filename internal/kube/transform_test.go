@@ -108,6 +108,10 @@ func TestTransformDrops(t *testing.T) {
 			"init containers": spec.InitContainers,
 			"owner":           pod.OwnerReferences[0].Name,
 			"model resources": model.Resources.Requests.Cpu().String(),
+			"model image":     model.Image,
+			"podIPs":          pod.Status.PodIPs,
+			"status image":    pod.Status.ContainerStatuses[0].Image,
+			"status state":    pod.Status.ContainerStatuses[0].State.Terminated.Reason,
 		}
 		always := corev1.ContainerRestartPolicyAlways
 		want := map[string]any{
@@ -125,6 +129,10 @@ func TestTransformDrops(t *testing.T) {
 			},
 			"owner":           "day20-rich-5d8f9c7b6",
 			"model resources": "1",
+			"model image":     "",
+			"podIPs":          []corev1.PodIP(nil),
+			"status image":    "",
+			"status state":    "OOMKilled",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("transformed pod (-want +got):\n%s", diff)

@@ -73,7 +73,7 @@ func (p *Publisher) OnRecover(f func()) {
 // state is re-published on recovery; Offer reports whether env was queued.
 func (p *Publisher) Offer(env *events.Envelope) bool {
 	select {
-	case p.buf <- env:
+	case p.buf <- queued(env):
 		p.m.buffered.Set(float64(len(p.buf)) + float64(p.retrying.Load()))
 		return true
 	default:
@@ -86,12 +86,24 @@ func (p *Publisher) Offer(env *events.Envelope) bool {
 // Put queues env, waiting for room: for re-publishing state from a goroutine of its own.
 func (p *Publisher) Put(ctx context.Context, env *events.Envelope) error {
 	select {
-	case p.buf <- env:
+	case p.buf <- queued(env):
 		p.m.buffered.Set(float64(len(p.buf)) + float64(p.retrying.Load()))
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// queued is what the buffer keeps of env: its encoded bytes and what publishing them needs (the
+// subject's cluster and kind, the id, the kind for the metrics). The decoded data and payload an
+// encoded envelope also carries are not needed to publish and are as large again as the bytes:
+// while a relist of 10,000 pods waits for JetStream they would be most of the collector's heap.
+// An envelope not encoded yet is kept whole (bus.PublishAsync encodes it).
+func queued(env *events.Envelope) *events.Envelope {
+	if env.Raw == nil {
+		return env
+	}
+	return &events.Envelope{ID: env.ID, Kind: env.Kind, Cluster: env.Cluster, Raw: env.Raw}
 }
 
 // Buffered is the number of envelopes not yet acknowledged by JetStream.

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
+)
+
+// lastJSON decodes the -json report, the last line of out.
+func lastJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
+	if err := json.Unmarshal([]byte(last), v); err != nil {
+		t.Fatalf("last line is not the -json report: %v\n%s", err, out)
+	}
+}
+
+// TestLagSmoke runs -lag for two seconds at 200 events/s against the real Postgres, with the
+// correlator in a child process (this test binary, see TestMain), and checks the figures are
+// there and consistent. It asserts no lag or rate: figures are for people.
+func TestLagSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := pgtest.AdminURL()
+	if err := store.CheckServer(ctx, admin); err != nil {
+		pgtest.Unavailable(t, "%v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	noEnv := func(string) string { return "" }
+	args := []string{"schedlens-bench", "-lag", "-lag-rate", "200", "-lag-duration", "2s", "-admin-database-url", admin, "-json", "-log-level", "warn"}
+	if err := run(ctx, args, noEnv, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"offered to the publisher", "acknowledged by JetStream", "visible in GET /v1/stats",
+		"lag event → visible in the api: p50 ", "(target p99 < 1 s at 10000/s)", "method: ",
+		"consumer NumPending (each second", "correlator RSS (child process): now ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var r lagReport
+	lastJSON(t, out, &r)
+	if r.Offered <= 0 || r.Offered > 401 {
+		t.Errorf("offered %d events; want some, at most 2 s × 200/s", r.Offered)
+	}
+	if r.Stored != int64(r.Offered) {
+		t.Errorf("the api counts %d events, %d were offered", r.Stored, r.Offered)
+	}
+	if r.Acked > r.Offered {
+		t.Errorf("%d acknowledged, more than the %d offered", r.Acked, r.Offered)
+	}
+	l := r.Lag
+	if l.Samples == 0 || l.Invisible != 0 {
+		t.Errorf("lag over %d samples, %d never visible; want some, all visible", l.Samples, l.Invisible)
+	}
+	if !(l.P50 > 0 && l.P50 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("lag p50 %g, p99 %g, max %g: want 0 < p50 ≤ p99 ≤ max", l.P50, l.P99, l.Max)
+	}
+	if r.Pending.Samples == 0 || r.Pending.Min > r.Pending.Max || r.Pending.Last > r.Pending.Max {
+		t.Errorf("NumPending samples %+v: want some, min ≤ last ≤ max", r.Pending)
+	}
+	if m := r.Correlator; m.RSS <= 0 || m.Peak < m.RSS || m.Anon <= 0 || m.Anon > m.RSS {
+		t.Errorf("correlator memory %+v: want 0 < anon ≤ RSS ≤ peak", m)
+	}
+}
