@@ -12,15 +12,10 @@ import (
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/correlator"
-	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/store"
 )
-
-// benchCluster is the cluster every generated envelope names, hence its subjects
-// schedlens.v1.bench.<kind>.
-const benchCluster = "bench"
 
 // Progress checks while the correlator works.
 const (
@@ -28,32 +23,6 @@ const (
 	stallLimit = 2 * time.Minute // no new event stored for this long ends the run
 	publishWin = 2000            // most publishes awaiting their ack, below the client's limit
 )
-
-// generate returns the first n envelopes of an eventgen experiment with enough runs to hold
-// them. Runs are numbered and pod UIDs drawn from one seeded stream, so every id is distinct.
-func generate(n int) ([]*events.Envelope, error) {
-	cfg := eventgen.Default()
-	cfg.Cluster = benchCluster
-	cfg.Runs = 1
-	perRun := len(eventgen.Generate(cfg))
-	cfg.Runs = n/perRun + 1
-	for {
-		envs := eventgen.Generate(cfg)
-		if len(envs) < n {
-			cfg.Runs += cfg.Runs/10 + 1
-			continue
-		}
-		envs = envs[:n]
-		seen := make(map[string]bool, n)
-		for _, env := range envs {
-			if seen[env.ID] {
-				return nil, fmt.Errorf("eventgen produced id %q twice: the end-to-end count could never reach %d", env.ID, n)
-			}
-			seen[env.ID] = true
-		}
-		return envs, nil
-	}
-}
 
 // measureEndToEnd publishes envs to JetStream (untimed), then times a correlator storing them
 // into a fresh, migrated database, from its start until the store counts every event.
@@ -117,10 +86,11 @@ func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, envs []*
 	}
 	logger.Info("published to JetStream (not timed)", "events", len(envs), "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 
-	dbURL, err := pg.createDB(ctx, "e2e")
+	dbURL, drop, err := pg.createDB(ctx, "e2e")
 	if err != nil {
 		return figure{}, err
 	}
+	defer drop()
 	db, err := store.Open(ctx, dbURL, corrLogger)
 	if err != nil {
 		return figure{}, err
@@ -202,19 +172,19 @@ func waitStored(ctx context.Context, db *store.DB, n int, start time.Time, finis
 			return 0, fmt.Errorf("correlator stopped after storing %d of %d events", last, n)
 		case <-t.C:
 		}
-		s, err := db.Stats(ctx)
+		stored, dead, err := db.Stored(ctx)
 		if err != nil {
 			return 0, err
 		}
 		switch {
-		case s.EventsTotal == int64(n):
+		case stored == int64(n):
 			return time.Since(start), nil
-		case s.EventsTotal > int64(n):
-			return 0, fmt.Errorf("store counts %d events, more than the %d published", s.EventsTotal, n)
-		case s.DeadLettersTotal > 0:
-			return 0, fmt.Errorf("correlator dead-lettered %d messages (see the log)", s.DeadLettersTotal)
-		case s.EventsTotal != last:
-			last, lastChange = s.EventsTotal, time.Now()
+		case stored > int64(n):
+			return 0, fmt.Errorf("store counts %d events, more than the %d published", stored, n)
+		case dead > 0:
+			return 0, fmt.Errorf("correlator dead-lettered %d messages (see the log)", dead)
+		case stored != last:
+			last, lastChange = stored, time.Now()
 		case time.Since(lastChange) > stallLimit:
 			return 0, fmt.Errorf("correlator stored nothing for %s, stuck at %d of %d events (see the log)", stallLimit, last, n)
 		}
