@@ -60,7 +60,7 @@ vet:
 	cd lab && $(GO) vet ./...
 
 bench:
-	$(GO) run ./cmd/schedlens-bench $(BENCH_ARGS)
+	$(GO) run ./cmd/schedlens-bench -lag $(BENCH_ARGS)
 
 # The lab demo: a real scheduler on simulated GPU nodes, schedlens beside it, the day20 experiment.
 demo: lab

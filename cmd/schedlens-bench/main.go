@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,9 @@ projections; times a raw CopyFrom of the same rows into a bare table and one INS
 (the first -naive-rows rows; the rate is per row, so it holds for the whole size) as baselines;
 prints the rates, their ratios and how the rate at the largest size compares with the smallest.
 Mixes: pods (many short-lived pods, an inventory every few runs, like a busy cluster) and
-requests (36 pods, many request results); both runs the two.
+requests (36 pods, many request results); both runs the two. With -lag it then offers the pod
+mix to the collector's publisher at -lag-rate for -lag-duration while a correlator stores it,
+and reports how long events took to become visible to the API's reads (p50, p99, max).
 Temporary databases schedlens_bench_* are created on -admin-database-url and dropped at the end.
 
 flags:
@@ -67,6 +70,9 @@ type options struct {
 	mixFlag   string
 	mixes     []mix
 	naiveRows int
+	lag       bool
+	lagRate   int
+	lagDur    time.Duration
 	batchSize int
 	batchWait time.Duration
 	natsURL   string
@@ -82,6 +88,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.sizesFlag, "sizes", envSizes, defaultSizes, "comma-separated sizes (events per measurement), smallest to largest")
 	fs.String(&o.mixFlag, "mix", envMix, "both", "event mix: pods, requests or both")
 	fs.Int(&o.naiveRows, "naive-rows", "", defaultNaiveRows, "rows the naive INSERT baseline times at each size (its rate is per row)")
+	fs.BoolVar(&o.lag, "lag", false, "also offer the pod mix to the collector's publisher at -lag-rate for -lag-duration and report event → visible lag")
+	fs.Int(&o.lagRate, "lag-rate", "", 10000, "events per second offered in the lag measurement")
+	fs.Duration(&o.lagDur, "lag-duration", "", time.Minute, "how long the lag measurement offers events")
 	fs.Int(&o.batchSize, "batch-size", envBatchSize, 1000, "correlator batch size, also the CopyFrom chunk size")
 	fs.Duration(&o.batchWait, "batch-wait", envBatchWait, 100*time.Millisecond, "correlator batch wait")
 	fs.String(&o.natsURL, "nats-url", envNATSURL, "", "external NATS server with JetStream (default: an in-process server in a temp dir per measurement); its SCHEDLENS stream must be empty and unconsumed")
@@ -135,6 +144,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		mr.LargestOverSmallest = last.EndToEnd.PerSecond / first.EndToEnd.PerSecond
 		r.Mixes = append(r.Mixes, mr)
 	}
+	if o.lag {
+		l, err := measureLag(ctx, pg, o, logger, corrLogger)
+		if err != nil {
+			return fmt.Errorf("lag: %w", err)
+		}
+		r.Lag = &l
+	}
 	r.print(stdout)
 	if o.json {
 		if err := json.NewEncoder(stdout).Encode(r); err != nil {
@@ -151,6 +167,10 @@ func (o *options) check() error {
 		return config.Usagef("-n must be positive, got %d", o.n)
 	case o.naiveRows <= 0:
 		return config.Usagef("-naive-rows must be positive, got %d", o.naiveRows)
+	case o.lagRate <= 0:
+		return config.Usagef("-lag-rate must be positive, got %d", o.lagRate)
+	case o.lagDur <= 0:
+		return config.Usagef("-lag-duration must be positive, got %s", o.lagDur)
 	case o.batchSize <= 0:
 		return config.Usagef("-batch-size must be positive, got %d", o.batchSize)
 	case o.batchWait <= 0:
@@ -190,13 +210,6 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 		return sizeReport{}, err
 	}
 	logger.Info("generated envelopes", "mix", m.name, "events", len(envs))
-	cfg := correlator.DefaultConfig()
-	cfg.Consumer = "schedlens-bench-" + randomHex(4)
-	cfg.BatchSize, cfg.BatchWait = o.batchSize, o.batchWait
-	e2e, err := measureEndToEnd(ctx, pg, o.natsURL, envs, cfg, logger, corrLogger)
-	if err != nil {
-		return sizeReport{}, fmt.Errorf("end to end: %w", err)
-	}
 	raw, err := measureCopyFrom(ctx, pg, envs, o.batchSize)
 	if err != nil {
 		return sizeReport{}, fmt.Errorf("raw CopyFrom: %w", err)
@@ -204,6 +217,19 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 	naive, err := measureNaive(ctx, pg, envs[:min(len(envs), o.naiveRows)])
 	if err != nil {
 		return sizeReport{}, fmt.Errorf("naive INSERT: %w", err)
+	}
+	// The correlator runs in this process: holding a million envelopes meanwhile would make
+	// every garbage collection mark them, a cost that grows with the size and that a real
+	// correlator never pays. Only their bytes are kept, in one buffer (two objects for the GC).
+	raws := newRawSet(envs)
+	envs = nil
+	runtime.GC()
+	cfg := correlator.DefaultConfig()
+	cfg.Consumer = "schedlens-bench-" + randomHex(4)
+	cfg.BatchSize, cfg.BatchWait = o.batchSize, o.batchWait
+	e2e, err := measureEndToEnd(ctx, pg, o.natsURL, raws, cfg, logger, corrLogger)
+	if err != nil {
+		return sizeReport{}, fmt.Errorf("end to end: %w", err)
 	}
 	logger.Info("measured", "mix", m.name, "events", n, "end_to_end_per_s", int(e2e.PerSecond), "copy_from_per_s", int(raw.PerSecond), "naive_per_s", int(naive.PerSecond))
 	return sizeReport{N: n, EndToEnd: e2e, CopyFrom: raw, Naive: naive,
@@ -245,6 +271,7 @@ type report struct {
 	BatchWait string      `json:"batch_wait"`
 	NaiveRows int         `json:"naive_rows"`
 	Mixes     []mixReport `json:"mixes"`
+	Lag       *lagReport  `json:"lag,omitempty"`
 	Targets   struct {
 		VsCopyFrom            float64 `json:"end_to_end_over_raw_copy_from"`
 		LargestOverSmallest   float64 `json:"largest_over_smallest_end_to_end"`
@@ -269,6 +296,9 @@ func (r report) print(w io.Writer) {
 		if m.Mix == podMix.name {
 			fmt.Fprintf(w, "  end-to-end / raw CopyFrom at %d = %.2f  (target ≥ %.2f)\n", last.N, last.VsCopyFrom, r.Targets.PodsLargestVsCopyFrom)
 		}
+	}
+	if r.Lag != nil {
+		r.Lag.print(w)
 	}
 }
 

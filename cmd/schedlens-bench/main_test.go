@@ -31,7 +31,7 @@ func TestRunSmoke(t *testing.T) {
 
 	var stdout, stderr bytes.Buffer
 	noEnv := func(string) string { return "" }
-	args := []string{"schedlens-bench", "-sizes", "300,600", "-naive-rows", "200", "-admin-database-url", admin, "-json", "-log-level", "warn"}
+	args := []string{"schedlens-bench", "-sizes", "300,600", "-naive-rows", "200", "-lag", "-lag-rate", "500", "-lag-duration", "1s", "-admin-database-url", admin, "-json", "-log-level", "warn"}
 	if err := run(ctx, args, noEnv, &stdout, &stderr); err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -47,6 +47,10 @@ func TestRunSmoke(t *testing.T) {
 		"(target ≥ 0.80)",
 		"end-to-end / raw CopyFrom at 600 = ",
 		"(target ≥ 0.30)",
+		"lag: pods mix offered to the collector's publisher at 500 events/s for 1 s (500 events",
+		"event → visible to API reads: p50 ",
+		"(target p99 < 1000 ms)",
+		"kept up: ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -67,6 +71,9 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("mix %s: largest over smallest = %v", m.Mix, m.LargestOverSmallest)
 		}
 	}
+	if r.Lag == nil || r.Lag.Events != 500 || r.Lag.MaxMS < r.Lag.P99MS || r.Lag.P99MS < r.Lag.P50MS || r.Lag.P50MS <= 0 {
+		t.Errorf("lag report = %+v; want 500 events and 0 < p50 ≤ p99 ≤ max", r.Lag)
+	}
 	want := []string{"pods 300 300 300 200", "pods 600 600 600 200", "requests 300 300 300 200", "requests 600 600 600 200"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("measurements: mix, size, end-to-end, CopyFrom and naive counts (-want +got):\n%s", diff)
@@ -83,6 +90,8 @@ func TestFlagsRejected(t *testing.T) {
 		{"-mix", "nodes"},
 		{"-n", "-3"},
 		{"-naive-rows", "0"},
+		{"-lag-rate", "0"},
+		{"-lag-duration", "0s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"schedlens-bench", "-admin-database-url", "postgres://127.0.0.1:1/x"}, args...), noEnv, &stdout, &stderr)
@@ -95,14 +104,14 @@ func TestFlagsRejected(t *testing.T) {
 // -n is one size, and the mixes generate exactly the events asked for, with ids no other size
 // or mix shares, and the shapes they claim.
 func TestSizesAndMixes(t *testing.T) {
-	o := options{n: 1234, sizesFlag: defaultSizes, mixFlag: "both", naiveRows: 1, batchSize: 1, batchWait: time.Second}
+	o := options{n: 1234, sizesFlag: defaultSizes, mixFlag: "both", naiveRows: 1, lagRate: 1, lagDur: time.Second, batchSize: 1, batchWait: time.Second}
 	if err := o.check(); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{1234}, o.sizes); diff != "" {
 		t.Errorf("sizes with -n (-want +got):\n%s", diff)
 	}
-	o = options{sizesFlag: defaultSizes, mixFlag: "pods", naiveRows: 1, batchSize: 1, batchWait: time.Second}
+	o = options{sizesFlag: defaultSizes, mixFlag: "pods", naiveRows: 1, lagRate: 1, lagDur: time.Second, batchSize: 1, batchWait: time.Second}
 	if err := o.check(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // store, the only package that speaks SQL).
 type pgServer struct {
 	adminURL string
-	prefix   string // schedlens_bench_<random>; every database of this run starts with it
+	prefix   string   // schedlens_bench_<random>; every database of this run starts with it
 	dbs      []string // created and not dropped yet
 	made     int
 	logger   *slog.Logger
