@@ -59,8 +59,18 @@ vet:
 	$(GO) vet ./...
 	cd lab && $(GO) vet ./...
 
+# The scaling story (sizes × mixes against raw COPY and naive INSERT), then the lag, read and
+# memory runs (docs/architecture.md#throughput). With BENCH_ARGS, one run with those flags.
 bench:
-	$(GO) run ./cmd/schedlens-bench $(BENCH_ARGS)
+	$(GO) build -o bin/schedlens-bench ./cmd/schedlens-bench
+ifeq ($(strip $(BENCH_ARGS)),)
+	bin/schedlens-bench
+	bin/schedlens-bench -lag
+	bin/schedlens-bench -reads
+	bin/schedlens-bench -memory
+else
+	bin/schedlens-bench $(BENCH_ARGS)
+endif
 
 # The lab demo: a real scheduler on simulated GPU nodes, schedlens beside it, the day20 experiment.
 demo: lab

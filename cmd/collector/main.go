@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	o.nats.Define(fs)
 	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
 	o.stream = bus.DefaultStreamConfig()
-	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates)
+	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates, &o.stream.Replicas)
 	o.log.Define(fs)
 	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
 	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")

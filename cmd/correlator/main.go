@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Duration(&o.Correlator.AckWait, "ack-wait", "SCHEDLENS_ACK_WAIT", def.AckWait, "redeliver a message not acknowledged within this time")
 	fs.Duration(&o.Correlator.RetryDelay, "retry-delay", "SCHEDLENS_RETRY_DELAY", def.RetryDelay, "redelivery delay after a transient database failure")
 	o.Stream = bus.DefaultStreamConfig()
-	config.StreamFlags(fs, &o.Stream.MaxAge, &o.Stream.MaxBytes, &o.Stream.Duplicates)
+	config.StreamFlags(fs, &o.Stream.MaxAge, &o.Stream.MaxBytes, &o.Stream.Duplicates, &o.Stream.Replicas)
 	config.Labels(fs, &o.Labels)
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
 	log.Define(fs)

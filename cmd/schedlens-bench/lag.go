@@ -104,7 +104,7 @@ type lagReport struct {
 	Correlator procMemory `json:"correlator_memory"`
 }
 
-// runLag is the -lag mode: see lagOptions.define and docs/bench-lag-memory.md.
+// runLag is the -lag mode: see lagOptions.define and docs/architecture.md#lag.
 func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := o.lag.check(); err != nil {
 		return err
@@ -173,10 +173,11 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}()
 	}
 
-	dbURL, err := pg.createDB(ctx, "lag")
+	dbURL, drop, err := pg.createDB(ctx, "lag")
 	if err != nil {
 		return err
 	}
+	defer drop()
 	if err := migrate(ctx, dbURL, logger); err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ type memoryReport struct {
 	HeapProfile   string `json:"heap_profile,omitempty"`
 }
 
-// runMemory is the -memory mode: see memoryOptions.define and docs/bench-lag-memory.md.
+// runMemory is the -memory mode: see memoryOptions.define and docs/architecture.md#memory.
 func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.memory.pods <= 0 {
 		return config.Usagef("-memory-pods must be positive, got %d", o.memory.pods)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -16,8 +17,9 @@ import (
 // store, the only package that speaks SQL).
 type pgServer struct {
 	adminURL string
-	prefix   string // schedlens_bench_<random>; every database of this run starts with it
-	dbs      []string
+	prefix   string   // schedlens_bench_<random>; every database of this run starts with it
+	dbs      []string // created and not dropped yet
+	made     int
 	logger   *slog.Logger
 }
 
@@ -32,15 +34,32 @@ func connectPostgres(ctx context.Context, adminURL string, logger *slog.Logger) 
 	return &pgServer{adminURL: adminURL, prefix: "schedlens_bench_" + randomHex(4), logger: logger}, nil
 }
 
-// createDB creates an empty database named after the run and role, and returns its URL.
-func (pg *pgServer) createDB(ctx context.Context, role string) (string, error) {
-	name := pg.prefix + "_" + role
+// createDB creates an empty database named after the run, a counter and role, and returns its
+// URL and a function that drops it (a measurement's rows are not kept for the next one: at the
+// largest sizes they take gigabytes).
+func (pg *pgServer) createDB(ctx context.Context, role string) (string, func(), error) {
+	pg.made++
+	name := fmt.Sprintf("%s_%d_%s", pg.prefix, pg.made, role)
 	u, err := store.CreateDatabase(ctx, pg.adminURL, name, "")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	pg.dbs = append(pg.dbs, name)
-	return u, nil
+	return u, func() { pg.drop(name) }, nil
+}
+
+// drop drops one database of this run, even after ctx was cancelled (Ctrl-C).
+func (pg *pgServer) drop(name string) {
+	i := slices.Index(pg.dbs, name)
+	if i < 0 {
+		return
+	}
+	pg.dbs = slices.Delete(pg.dbs, i, i+1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := store.DropDatabase(ctx, pg.adminURL, name); err != nil {
+		pg.logger.Warn("cannot drop a bench database", "database", name, "error", err)
+	}
 }
 
 // checkpoint flushes dirty pages left by the previous phase so the next one does not pay for
@@ -51,23 +70,20 @@ func (pg *pgServer) checkpoint(ctx context.Context) {
 	}
 }
 
-// dropAll drops every database this run created, even after ctx was cancelled (Ctrl-C).
+// dropAll drops every database this run created and has not dropped yet.
 func (pg *pgServer) dropAll() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, name := range pg.dbs {
-		if err := store.DropDatabase(ctx, pg.adminURL, name); err != nil {
-			pg.logger.Warn("cannot drop a bench database", "database", name, "error", err)
-		}
+	for _, name := range slices.Clone(pg.dbs) {
+		pg.drop(name)
 	}
 }
 
 // measureCopyFrom times the store's raw CopyFrom baseline: the ceiling for the correlator.
 func measureCopyFrom(ctx context.Context, pg *pgServer, envs []*events.Envelope, chunk int) (figure, error) {
-	dbURL, err := pg.createDB(ctx, "copy")
+	dbURL, drop, err := pg.createDB(ctx, "copy")
 	if err != nil {
 		return figure{}, err
 	}
+	defer drop()
 	pg.checkpoint(ctx)
 	d, err := store.RawCopy(ctx, dbURL, envs, chunk)
 	return newFigure(len(envs), d), err
@@ -75,10 +91,11 @@ func measureCopyFrom(ctx context.Context, pg *pgServer, envs []*events.Envelope,
 
 // measureNaive times the store's one-INSERT-per-event baseline.
 func measureNaive(ctx context.Context, pg *pgServer, envs []*events.Envelope) (figure, error) {
-	dbURL, err := pg.createDB(ctx, "naive")
+	dbURL, drop, err := pg.createDB(ctx, "naive")
 	if err != nil {
 		return figure{}, err
 	}
+	defer drop()
 	pg.checkpoint(ctx)
 	d, err := store.NaiveInsert(ctx, dbURL, envs)
 	return newFigure(len(envs), d), err

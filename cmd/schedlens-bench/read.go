@@ -120,10 +120,11 @@ type readReport struct {
 
 // runReads is the -reads mode.
 func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, stdout io.Writer, logger *slog.Logger) error {
-	dbURL, err := pg.createDB(ctx, "reads")
+	dbURL, drop, err := pg.createDB(ctx, "reads")
 	if err != nil {
 		return err
 	}
+	defer drop()
 	db, err := store.Open(ctx, dbURL, logger)
 	if err != nil {
 		return err

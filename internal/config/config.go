@@ -177,12 +177,13 @@ func Labels(f *FlagSet, keys *events.LabelKeys) {
 	f.String(&keys.Run, "label-run", "SCHEDLENS_LABEL_RUN", def.Run, "pod label key naming the run (repeat)")
 }
 
-// StreamFlags defines the SCHEDLENS stream's bounds, shared by the collector and the
-// correlator (whichever starts first creates the stream): defaults from the arguments.
-func StreamFlags(f *FlagSet, maxAge *time.Duration, maxBytes *int64, duplicates *time.Duration) {
+// StreamFlags defines the SCHEDLENS stream's bounds and replicas, shared by the collector and
+// the correlator (whichever starts first creates the stream): defaults from the arguments.
+func StreamFlags(f *FlagSet, maxAge *time.Duration, maxBytes *int64, duplicates *time.Duration, replicas *int) {
 	f.Duration(maxAge, "stream-max-age", "SCHEDLENS_STREAM_MAX_AGE", *maxAge, "drop stream messages older than this")
 	f.Int64(maxBytes, "stream-max-bytes", "SCHEDLENS_STREAM_MAX_BYTES", *maxBytes, "most bytes the stream holds")
 	f.Duration(duplicates, "stream-duplicate-window", "SCHEDLENS_STREAM_DUPLICATE_WINDOW", *duplicates, "window in which JetStream drops a repeated message id")
+	f.Int(replicas, "stream-replicas", "SCHEDLENS_STREAM_REPLICAS", *replicas, "copies of the stream a JetStream cluster keeps (3 on a 3-node cluster; 1 on a single server)")
 }
 
 // TLSFlags registers -tls-cert-file and -tls-key-file: every HTTP listener of the binary serves

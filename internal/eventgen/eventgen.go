@@ -34,6 +34,16 @@ type Config struct {
 	// FirstRequest+1, so that one large experiment can be generated a few runs at a time (each
 	// part with its own Seed and a later Start) without two envelopes sharing an id.
 	FirstRun, FirstRequest int
+	// InventoryEvery, above 1, emits the inventory (and the heartbeat before it) only after the
+	// first two runs and every InventoryEvery-th one, as a collector listing now and then does.
+	InventoryEvery int
+	// OversizedRuns, when positive, deletes each run's never-scheduled pod (an observed
+	// deletion) that many runs later, so the pods alive, and the inventories, stay bounded
+	// however many runs there are. Zero keeps them forever, as the default experiment does.
+	OversizedRuns int
+	// IDPrefix is put before every envelope id: streams generated with different prefixes
+	// share no id (the bench publishes several to one JetStream).
+	IDPrefix string
 }
 
 // Default is the day20 experiment in miniature: four arms, three runs, a few pods each.
@@ -54,6 +64,7 @@ func Generate(cfg Config) []*events.Envelope {
 	t := cfg.Start
 	g.experiment(t)
 	var vanished string
+	var waiting []*podState // oversized pods to delete OversizedRuns runs later, oldest first
 	since := cfg.Start
 	for run := 1; run <= cfg.Runs; run++ {
 		name := strconv.Itoa(first + run - 1)
@@ -65,8 +76,20 @@ func Generate(cfg Config) []*events.Envelope {
 		}
 		// One pod per run asks for more GPUs than any node has: never scheduled, censored.
 		oversized := g.oversized(name, t)
+		if cfg.OversizedRuns > 0 {
+			if run > 1 { // the first one vanishes unobserved
+				waiting = append(waiting, oversized)
+			}
+			for len(waiting) > 0 && len(waiting) > cfg.OversizedRuns {
+				p := waiting[0]
+				waiting = waiting[1:]
+				g.snapshot(p, t.Add(g.ms(5, 50)), events.PhasePending, func(s *events.PodStatus) {
+					s.DeletionTimestamp, s.Deleted = sec(t), true
+				})
+			}
+		}
 		t = t.Add(30 * time.Second)
-		if cfg.Scope != nil {
+		if cfg.Scope != nil && (run <= 2 || cfg.InventoryEvery <= 1 || run%cfg.InventoryEvery == 0) {
 			if run == 2 {
 				g.life[vanished].gone = t.Add(-time.Second) // deleted, and no one saw it
 			} else {
@@ -78,7 +101,7 @@ func Generate(cfg Config) []*events.Envelope {
 			since = t
 		}
 		if run == 1 {
-			vanished = oversized
+			vanished = oversized.ref.UID
 		}
 	}
 	return g.out
@@ -157,7 +180,7 @@ type podState struct {
 
 func (g *gen) emit(kind events.Kind, id string, at time.Time, pod *events.PodRef, node string, payload any) {
 	env := &events.Envelope{
-		V: events.Version, ID: id, Kind: kind, Cluster: g.cfg.Cluster, Source: "eventgen",
+		V: events.Version, ID: g.cfg.IDPrefix + id, Kind: kind, Cluster: g.cfg.Cluster, Source: "eventgen",
 		OccurredAt: at.Truncate(time.Microsecond), ObservedAt: at.Add(g.ms(1, 40)).Truncate(time.Microsecond),
 		Pod: pod, Node: node, Payload: payload,
 	}
@@ -385,8 +408,8 @@ func (g *gen) preemptVictim(run string, i int, at time.Time, preemptor *podState
 }
 
 // oversized generates a pod asking for 3 GPUs: FailedScheduling forever, never scheduled. It
-// returns the pod's UID.
-func (g *gen) oversized(run string, at time.Time) string {
+// returns the pod.
+func (g *gen) oversized(run string, at time.Time) *podState {
 	p := g.newPod("oversized", run, 1, at)
 	g.snapshot(p, at.Add(g.ms(2, 20)), events.PhasePending, nil)
 	evUID := g.uid()
@@ -396,5 +419,5 @@ func (g *gen) oversized(run string, at time.Time) string {
 		g.k8sEvent(p, t, events.ReasonFailedScheduling, "Warning", "Scheduling", note, evUID, c)
 		t = t.Add(time.Duration(c) * 5 * time.Second)
 	}
-	return p.ref.UID
+	return p
 }

@@ -33,3 +33,32 @@ func TestGenerateIsDeterministicAndValid(t *testing.T) {
 		}
 	}
 }
+
+// A busy cluster's mix: inventories now and then, never-scheduled pods deleted a few runs
+// later, so the largest inventory does not grow with the number of runs; the prefix keeps two
+// generated streams apart.
+func TestBusyMixKeepsInventoriesBounded(t *testing.T) {
+	largest := func(runs, oversizedRuns int) (inventories, most int) {
+		cfg := eventgen.Default()
+		cfg.Runs, cfg.InventoryEvery, cfg.OversizedRuns, cfg.IDPrefix = runs, 3, oversizedRuns, "x/"
+		for _, env := range eventgen.Generate(cfg) {
+			if env.ID[:2] != "x/" {
+				t.Fatalf("id %q lacks the prefix", env.ID)
+			}
+			if inv, ok := env.Payload.(*events.Inventory); ok {
+				inventories++
+				most = max(most, len(inv.PodUIDs))
+			}
+		}
+		return inventories, most
+	}
+	invs12, most12 := largest(12, 2)
+	invs30, most30 := largest(30, 2)
+	_, kept30 := largest(30, 0)
+	if diff := cmp.Diff([]int{6, 12}, []int{invs12, invs30}); diff != "" {
+		t.Errorf("inventories after runs 1, 2 and every third (-want +got):\n%s", diff)
+	}
+	if most30 != most12 || kept30 <= most30 {
+		t.Errorf("largest inventory: %d pods over 12 runs, %d over 30 (want equal), %d over 30 keeping every pod (want more)", most12, most30, kept30)
+	}
+}

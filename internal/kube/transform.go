@@ -25,7 +25,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // lose status.images, volumesAttached and volumesInUse. Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
 // (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
-// the collector's memory is mostly these objects (docs/bench-lag-memory.md).
+// the collector's memory is mostly these objects (docs/architecture.md#memory).
 func Transform(obj any) (any, error) {
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
 		return obj, nil

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -135,4 +137,99 @@ func (s *Server) start() error {
 	}
 	s.srv = srv
 	return nil
+}
+
+// StartCluster runs n servers forming one JetStream cluster (named "schedlens", servers
+// n1…nn) on loopback, each with its storage in a directory of its own under dir (a temporary
+// one when empty, removed when the last server is closed). Every server keeps its client and
+// cluster ports across Restart, so a stopped node rejoins as itself. It returns once the
+// cluster has elected its JetStream meta leader.
+func StartCluster(n int, dir string) ([]*Server, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("a cluster needs at least one server, got %d", n)
+	}
+	temp := ""
+	if dir == "" {
+		d, err := os.MkdirTemp("", "schedlens-nats-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("nats store dir: %w", err)
+		}
+		dir, temp = d, d
+	}
+	// Hold every port until all are picked, so no two servers get the same one.
+	ports := make([]int, 2*n) // client ports, then cluster ports
+	var listeners []net.Listener
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, fmt.Errorf("pick a port for nats: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+	}
+	servers := make([]*Server, n)
+	for i := range n {
+		name := fmt.Sprintf("n%d", i+1)
+		servers[i] = &Server{opts: server.Options{
+			ServerName: name, Host: "127.0.0.1", Port: ports[i], JetStream: true,
+			StoreDir: filepath.Join(dir, name), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "schedlens", Host: "127.0.0.1", Port: ports[n+i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		}}
+	}
+	servers[n-1].tempDir = temp // the last one closed removes the whole directory
+	closeAll := func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
+	for _, s := range servers {
+		if err := s.start(); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !metaLeader(servers) {
+		if time.Now().After(deadline) {
+			closeAll()
+			return nil, errors.New("in-process JetStream cluster elected no meta leader in 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return servers, nil
+}
+
+// metaLeader reports whether one of servers leads the JetStream cluster's metadata and every
+// running one knows the cluster is current.
+func metaLeader(servers []*Server) bool {
+	leader := false
+	for _, s := range servers {
+		if s.srv == nil {
+			continue
+		}
+		if !s.srv.JetStreamIsCurrent() {
+			return false
+		}
+		leader = leader || s.srv.JetStreamIsLeader()
+	}
+	return leader
+}
+
+// Name is the server's name (n1… in a cluster; generated otherwise).
+func (s *Server) Name() string {
+	if s.srv != nil {
+		return s.srv.Name()
+	}
+	return s.opts.ServerName
 }

@@ -33,3 +33,19 @@ func (s *Server) Restart() {
 		s.t.Fatalf("restart nats: %v", err)
 	}
 }
+
+// StartCluster runs n servers forming one JetStream cluster (natsserver.StartCluster), their
+// storage in the test's temp dir; they are shut down when the test ends.
+func StartCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	nodes, err := natsserver.StartCluster(n, t.TempDir())
+	if err != nil {
+		t.Fatalf("nats cluster: %v", err)
+	}
+	out := make([]*Server, n)
+	for i, s := range nodes {
+		t.Cleanup(s.Close)
+		out[i] = &Server{t: t, Server: s}
+	}
+	return out
+}

@@ -25,13 +25,13 @@ import (
 // runSlice), with the run's fingerprint, and read again only when the fingerprint changed.
 //
 // The fingerprint is the set of the run's pod rows with their row versions (xmin): every
-// stored event of a pod, every result attributed to it by IP and every inventory that ends it
-// rewrites its row in the transaction that stores it (mergePods upserts the pod of every
+// stored event of a pod and every result attributed to it by IP rewrites its row in the
+// transaction that stores it (mergePods upserts the pod of every
 // event with ON CONFLICT DO UPDATE, which writes a new row version even when no value
 // changes), and every table a run slice reads besides the events is written in that same
 // transaction (pod_latency, pod_gpu_util, pod_event_series). The pod_timeline view also reads
-// scope_watches and end_reasons, which belong to no pod: their row versions are part of every
-// run's fingerprint. A run slice is therefore reused only for exactly the stored state it was
+// scope_watches, end_reasons and the inventories, which belong to no pod: they are part of every
+// run's fingerprint (sharedFingerprint). A run slice is therefore reused only for exactly the stored state it was
 // read from, and the comparison it gives is the one reading everything gives
 // (TestComparisonInputCachedEqualsDirect).
 
@@ -96,11 +96,17 @@ func (c *runCache) put(k runSliceKey, s *runSlice) {
 	c.pods += len(s.pods)
 }
 
-// sharedFingerprint is the part of every run's fingerprint that belongs to no pod.
+// sharedFingerprint is the part of every run's fingerprint that belongs to no pod: the scope
+// watches and end causes (their row versions), and the inventories — what an inventory proves is
+// read through pod_timeline, not written into the pods it lists or ends (migration 00011), so it
+// changes no pod row. Inventories (and their inventory_pods, stored in the same transaction) are
+// only ever inserted, or truncated with every projection by a rebuild: their count changes with
+// each one stored.
 const sharedFingerprint = `
 SELECT md5(COALESCE((SELECT string_agg(cluster || '/' || scope_key || '/' || since::text || ':' || xmin::text, ',' ORDER BY cluster, scope_key, since)
                      FROM scope_watches), '')
-           || '|' || COALESCE((SELECT string_agg(rank::text || ':' || xmin::text, ',' ORDER BY rank) FROM end_reasons), ''))`
+           || '|' || COALESCE((SELECT string_agg(rank::text || ':' || xmin::text, ',' ORDER BY rank) FROM end_reasons), '')
+           || '|' || (SELECT count(*) FROM inventories)::text)`
 
 // runFingerprints is each run's pod rows with their row versions.
 const runFingerprints = `
@@ -372,6 +378,15 @@ func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, na
 		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
 		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp); err != nil {
 		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+	}
+	// The run's interruptions read pod_timeline, which also reads the scope watches and the
+	// inventories: their part of the fingerprint too.
+	var shared string
+	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
+		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+	}
+	if fp != nil {
+		*fp += "|" + shared
 	}
 	k := interruptionKey{experiment, namespace, run, minGap}
 	if e, ok := db.interruptions.get(k); ok && e.fingerprint == deref(fp) {

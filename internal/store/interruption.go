@@ -52,13 +52,13 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 		// Only what ReadySpans reads of each snapshot (phase, Ready, terminating, deleted) is
 		// read, in SQL: decoding whole envelopes dominated the cost of a large run.
 		rows, err := tx.Query(ctx, `
-			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended_at, p.unobserved_end_at, p.last_seen), e.occurred_at,
+			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended, p.last_seen), e.occurred_at,
 			       COALESCE(e.envelope->'data'->>'phase', ''),
 			       (SELECT c->>'status' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
 			         WHERE c->>'type' = 'Ready' LIMIT 1),
 			       e.envelope->'data'->>'deletion_timestamp' IS NOT NULL,
 			       COALESCE((e.envelope->'data'->>'deleted')::boolean, false)
-			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status'
+			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status'
 			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)`, experiment, run, namespace)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -97,5 +99,35 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 	if diff := cmp.Diff([]time.Duration{10 * time.Second, 350 * time.Second, 200 * time.Second, 200 * time.Second, 350 * time.Second},
 		[]time.Duration{until(1), until(2), until(3), until(4), until(5)}); diff != "" {
 		t.Errorf("align's observed_until (-want +got):\n%s", diff)
+	}
+}
+
+// Migration 00010 moved what inventories prove from columns of pods (updated by every
+// inventory) to lookups at read time: going down recomputes the old columns and coming back up
+// rebuilds the listings from the stored inventories, and neither changes a timeline.
+func TestInventoriesKeptAcrossMigration10(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	envs := eventgen.Generate(eventgen.Default())
+	ingestInBatches(t, db, envs, 64)
+	uids := podUIDs(envs)
+	before := timelines(t, db, uids)
+	unobserved := 0
+	for _, tl := range before {
+		if tl.EndedReason != nil && *tl.EndedReason == "deleted_unobserved" {
+			unobserved++
+		}
+	}
+	if unobserved == 0 {
+		t.Fatal("eventgen's default experiment ended no pod unobserved: the test checks nothing")
+	}
+	if err := db.DownTo(ctx, 9); err != nil {
+		t.Fatalf("down to 9: %v", err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("migrate again: %v", err)
+	}
+	if diff := cmp.Diff(before, timelines(t, db, uids)); diff != "" {
+		t.Errorf("timelines differ (-before +after down to 9 and up):\n%s", diff)
 	}
 }

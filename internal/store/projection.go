@@ -76,61 +76,13 @@ INSERT INTO pod_gpu_util (pod_uid, util, seconds)
 SELECT * FROM unnest($1::text[], $2::smallint[], $3::float8[]) ORDER BY 1, 2
 ON CONFLICT (pod_uid, util) DO UPDATE SET seconds = pod_gpu_util.seconds + excluded.seconds`
 
-// endUnobserved applies align.Facts.ApplyInventories in full to some pods: those touched by a
-// batch ($1) for which an inventory of their scope was listed after they were last known alive
-// (a new pod may be listed by inventories stored before it; a pod seen again after an
-// inventory that did not list it is revived), and those an inventory made inconsistent ($2).
-// It recomputes from every stored inventory, so the result does not depend on arrival order.
-const endUnobserved = `
-WITH target AS (
-    SELECT p.uid FROM pods p
-    WHERE p.uid = ANY($1) AND p.scope_key IS NOT NULL
-      AND ((p.unobserved_end_at IS NOT NULL AND p.unobserved_end_at <= p.alive_at) OR EXISTS (
-           SELECT 1 FROM inventories i
-           WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > p.alive_at))
-    UNION
-    SELECT unnest($2::text[])
-), locked AS (
-    SELECT p.uid, p.cluster, p.scope_key, p.alive_at FROM pods p JOIN target USING (uid)
-    ORDER BY p.uid FOR UPDATE OF p
-), alive AS (
-    SELECT l.uid, l.cluster, l.scope_key,
-           GREATEST(l.alive_at, (SELECT max(i.listed_at) FROM inventories i
-                                 WHERE i.cluster = l.cluster AND i.scope_key = l.scope_key
-                                   AND i.pod_uids @> ARRAY[lower(l.uid)])) AS alive_at
-    FROM locked l
+// An inventory is stored as one row and one listing per pod it lists; it updates no pod: what
+// it proves (align.Facts.ApplyInventories) is looked up when a pod is read (pod_timeline), so
+// its cost is its size, whatever the history, and arrival order cannot matter.
+var (
+	inventoryColumns    = []string{"id", "cluster", "scope_key", "listed_at", "pod_uids"}
+	inventoryPodColumns = []string{"uid", "cluster", "scope_key", "listed_at"}
 )
-UPDATE pods p SET alive_at = a.alive_at,
-    unobserved_end_at = (SELECT min(i.listed_at) FROM inventories i
-                         WHERE i.cluster = a.cluster AND i.scope_key = a.scope_key
-                           AND i.listed_at > a.alive_at AND NOT i.pod_uids @> ARRAY[lower(a.uid)])
-FROM alive a WHERE p.uid = a.uid`
-
-// inventoryListed applies one new inventory ($1 cluster, $2 scope, $3 listed at, $4 UIDs) to
-// the pods it lists: they were alive then. It returns those whose unobserved end the new
-// alive_at overtakes: they need endUnobserved.
-const inventoryListed = `
-WITH listed AS (
-    SELECT uid FROM pods
-    WHERE cluster = $1 AND scope_key = $2 AND lower(uid) = ANY($4) AND alive_at < $3
-    ORDER BY uid FOR UPDATE
-)
-UPDATE pods p SET alive_at = $3 FROM listed l WHERE p.uid = l.uid
-RETURNING p.uid, p.unobserved_end_at IS NOT NULL AND p.unobserved_end_at <= $3`
-
-// inventoryGone applies one new inventory to the pods of its scope it does not list and that
-// were last known alive before it: gone by then, unless an earlier inventory says so already.
-// Pods ended by an observed event are left alone (their unobserved end is never read).
-const inventoryGone = `
-WITH gone AS (
-    SELECT uid FROM pods
-    WHERE cluster = $1 AND scope_key = $2 AND ended_at IS NULL AND alive_at < $3
-      AND NOT (lower(uid) = ANY($4)) AND (unobserved_end_at IS NULL OR unobserved_end_at > $3)
-    ORDER BY uid FOR UPDATE
-)
-UPDATE pods p SET unobserved_end_at = $3 FROM gone g WHERE p.uid = g.uid`
-
-var inventoryColumns = []string{"id", "cluster", "scope_key", "listed_at", "pod_uids"}
 
 // mergeWatches keeps, per scope and watch start, the latest heartbeat (align.Watch).
 const mergeWatches = `
@@ -171,8 +123,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		last time.Time
 	}
 	kinds := map[events.Kind]*kindCount{}
-	var invRows [][]any
-	var newInvs []align.Inventory
+	var invRows, invPodRows [][]any
 	parts := map[string]map[int]partOf{} // chunked inventories' parts, by align.Inventory.PartsKey
 	watches := map[[3]string]align.Watch{}
 	for _, env := range envs {
@@ -200,7 +151,9 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 				uids = []string{} // an empty scope: every pod of it is gone
 			}
 			invRows = append(invRows, []any{env.ID, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids})
-			newInvs = append(newInvs, inv)
+			for _, uid := range uids {
+				invPodRows = append(invPodRows, []any{uid, inv.Cluster, inv.ScopeKey, inv.ListedAt})
+			}
 			continue
 		}
 		if w, ok := align.WatchOf(env); ok {
@@ -222,7 +175,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	}
 
 	podRows := make([][]any, 0, len(pods))
-	var sUID, sReason, sKey, scoped []string
+	var sUID, sReason, sKey []string
 	var sCount []int64
 	var lUID, gUID []string
 	var lBucket []int32
@@ -236,9 +189,6 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		}
 		for u, sec := range f.GPUUtil {
 			gUID, gUtil, gSeconds = append(gUID, f.UID), append(gUtil, int16(u)), append(gSeconds, sec)
-		}
-		if f.ScopeKey != "" {
-			scoped = append(scoped, f.UID)
 		}
 		for k, n := range f.Series {
 			sUID, sReason, sKey, sCount = append(sUID, f.UID), append(sReason, k.Reason), append(sKey, k.Key), append(sCount, int64(n))
@@ -255,13 +205,26 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 			return err
 		}
 		if ok {
-			invRows = append(invRows, []any{whole.id, whole.inv.Cluster, whole.inv.ScopeKey, whole.inv.ListedAt, slices.Sorted(maps.Keys(whole.inv.UIDs))})
-			newInvs = append(newInvs, whole.inv)
+			// Complete: the union is one inventory, stored (and so read by pod_timeline) as a
+			// whole one is; until then its parts prove nothing.
+			uids := slices.Sorted(maps.Keys(whole.inv.UIDs))
+			if uids == nil {
+				uids = []string{}
+			}
+			invRows = append(invRows, []any{whole.id, whole.inv.Cluster, whole.inv.ScopeKey, whole.inv.ListedAt, uids})
+			for _, uid := range uids {
+				invPodRows = append(invPodRows, []any{uid, whole.inv.Cluster, whole.inv.ScopeKey, whole.inv.ListedAt})
+			}
 		}
 	}
 	if len(invRows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"inventories"}, inventoryColumns, pgx.CopyFromRows(invRows)); err != nil {
 			return fmt.Errorf("copy inventories: %w", err)
+		}
+	}
+	if len(invPodRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"inventory_pods"}, inventoryPodColumns, pgx.CopyFromRows(invPodRows)); err != nil {
+			return fmt.Errorf("copy inventory listings: %w", err)
 		}
 	}
 	var kName []string
@@ -283,10 +246,6 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	}
 	if len(gUID) > 0 {
 		b.Queue(mergeGPUUtil, gUID, gUtil, gSeconds)
-	}
-	if len(scoped) > 0 {
-		slices.Sort(scoped)
-		b.Queue(endUnobserved, scoped, []string{})
 	}
 	if len(kName) > 0 {
 		b.Queue(mergeKindCounts, kName, kN, kLast)
@@ -311,7 +270,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("merge projections: %w", err)
 	}
-	return applyInventories(ctx, tx, newInvs)
+	return nil
 }
 
 // partOf is one part of a chunked inventory and its envelope id.
@@ -375,47 +334,6 @@ WHERE cluster = $1 AND scope_key = $2 AND listed_at = $3 AND parts = $4`, first.
 	return partOf{id: id, inv: whole}, true, nil
 }
 
-// applyInventories applies new inventories to the pods of their scopes incrementally (each
-// touches only the pods it changes), then recomputes in full the few pods it made
-// inconsistent. Together with endUnobserved on touched pods this keeps, in any arrival order,
-// what align.Facts.ApplyInventories computes from all inventories at once.
-func applyInventories(ctx context.Context, tx pgx.Tx, invs []align.Inventory) error {
-	slices.SortFunc(invs, func(a, b align.Inventory) int { return a.ListedAt.Compare(b.ListedAt) })
-	var revisit []string
-	for _, inv := range invs {
-		uids := slices.Sorted(maps.Keys(inv.UIDs))
-		if uids == nil {
-			uids = []string{} // NULL would match nothing: an empty inventory ends every pod of its scope
-		}
-		rows, err := tx.Query(ctx, inventoryListed, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids)
-		if err != nil {
-			return fmt.Errorf("apply inventory: %w", err)
-		}
-		var uid string
-		var stale bool
-		_, err = pgx.ForEachRow(rows, []any{&uid, &stale}, func() error {
-			if stale {
-				revisit = append(revisit, uid)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("apply inventory: %w", err)
-		}
-		if _, err := tx.Exec(ctx, inventoryGone, inv.Cluster, inv.ScopeKey, inv.ListedAt, uids); err != nil {
-			return fmt.Errorf("apply inventory: %w", err)
-		}
-	}
-	if len(revisit) == 0 {
-		return nil
-	}
-	slices.Sort(revisit)
-	if _, err := tx.Exec(ctx, endUnobserved, []string{}, slices.Compact(revisit)); err != nil {
-		return fmt.Errorf("revise unobserved ends: %w", err)
-	}
-	return nil
-}
-
 func podRow(f *align.Facts) []any {
 	return []any{
 		f.UID, nullString(f.Cluster), nullString(f.Namespace), nullString(f.Name),
@@ -450,7 +368,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, inventory_pods, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

@@ -130,3 +130,14 @@ func (db *DB) DeadLetterPage(ctx context.Context, limit, rawBytes, pageBytes int
 	}
 	return page, nil
 }
+
+// Stored counts the events stored (from the running totals kept per batch) and the dead
+// letters: what a caller waiting for a stream to be stored polls, without counting pods.
+func (db *DB) Stored(ctx context.Context) (events, deadLetters int64, err error) {
+	err = db.pool.QueryRow(ctx, `SELECT (SELECT COALESCE(sum(events), 0)::bigint FROM kind_counts), (SELECT count(*) FROM dead_letters)`).
+		Scan(&events, &deadLetters)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count stored events: %w", err)
+	}
+	return events, deadLetters, nil
+}

@@ -237,3 +237,22 @@ func TestIdleThresholdAppliesAtReadTime(t *testing.T) {
 		t.Fatal("no pod with GPU samples")
 	}
 }
+
+// The bench's pod mix (inventories every few runs, never-scheduled pods deleted later) agrees
+// with align too, stored in batches that split runs.
+func TestProjectionAgreesWithAlignOnBusyMix(t *testing.T) {
+	t.Parallel()
+	db := openDB(t)
+	cfg := eventgen.Default()
+	cfg.Runs, cfg.InventoryEvery, cfg.OversizedRuns = 8, 3, 2
+	envs := eventgen.Generate(cfg)
+	ingestInBatches(t, db, envs, 101)
+	uids := podUIDs(envs)
+	got := timelines(t, db, uids)
+	for _, uid := range uids {
+		want, _ := align.Build(uid, envs, events.DefaultLabelKeys)
+		if diff := cmp.Diff(normalize(want), normalize(got[uid])); diff != "" {
+			t.Errorf("pod %s (%s): store and align disagree (-align +store):\n%s", uid, want.Pod.Name, diff)
+		}
+	}
+}

@@ -4,7 +4,12 @@
 -- `correlator migrate` (store.DB.Migrate), so a migration that changes a column it reads drops
 -- it first (DROP VIEW IF EXISTS pod_timeline) and never repeats it. The end causes come from
 -- end_reasons (written from align.EndReasons); rank 1 is deleted_unobserved, the end an
--- inventory proves.
+-- inventory proves. What inventories prove (align.Facts.ApplyInventories) is read here, not
+-- stored with the pod, so an inventory never updates the pods of its scope: a pod not ended by
+-- an observed event was alive at the latest of its snapshots and of the inventories listing it
+-- (one lookup in inventory_pods), and gone at the first inventory of its scope listed after
+-- that (one lookup in inventories; such an inventory cannot list it). OFFSET 0 evaluates each
+-- lookup once per pod.
 DROP VIEW IF EXISTS pod_timeline;
 CREATE VIEW pod_timeline AS
 SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
@@ -14,22 +19,30 @@ SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
        p.first_unschedulable_at AS first_unschedulable,
        s.scheduled, r.running, rd.ready,
        p.first_success_at AS first_success,
-       COALESCE(p.ended_at, p.unobserved_end_at) AS ended,
+       COALESCE(p.ended_at, u.unobserved_end) AS ended,
        CASE WHEN p.ended_at IS NOT NULL THEN (SELECT er.reason FROM end_reasons er WHERE er.rank = p.end_rank)
-            WHEN p.unobserved_end_at IS NOT NULL THEN (SELECT er.reason FROM end_reasons er WHERE er.rank = 1)
+            WHEN u.unobserved_end IS NOT NULL THEN (SELECT er.reason FROM end_reasons er WHERE er.rank = 1)
        END AS ended_reason,
        p.preempted_by,
        CASE WHEN p.ended_at IS NOT NULL THEN p.ended_at
-            ELSE GREATEST(p.last_seen, p.alive_at,
-                          CASE WHEN p.unobserved_end_at IS NULL OR w.live_until < p.unobserved_end_at THEN w.live_until END)
+            ELSE GREATEST(p.last_seen, a.alive_at,
+                          CASE WHEN u.unobserved_end IS NULL OR w.live_until < u.unobserved_end THEN w.live_until END)
        END AS observed_until,
        (SELECT COALESCE(sum(se.max_count), 0) FROM pod_event_series se
          WHERE se.pod_uid = p.uid AND se.reason = 'FailedScheduling')::bigint AS failed_scheduling,
        p.restarts, p.requests, p.request_errors, p.pre_ready_requests, p.pre_ready_errors
 FROM pods p
 CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
+                               GREATEST(p.alive_at, (SELECT max(ip.listed_at) FROM inventory_pods ip
+                                                     WHERE ip.uid = lower(p.uid) AND ip.cluster = p.cluster AND ip.scope_key = p.scope_key))
+                           ELSE p.alive_at END AS alive_at OFFSET 0) a
+CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
+                               (SELECT min(i.listed_at) FROM inventories i
+                                WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > a.alive_at)
+                           END AS unobserved_end OFFSET 0) u
+CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
                                (SELECT max(sw.live_until) FROM scope_watches sw
-                                WHERE sw.cluster = p.cluster AND sw.scope_key = p.scope_key AND sw.since <= p.alive_at)
+                                WHERE sw.cluster = p.cluster AND sw.scope_key = p.scope_key AND sw.since <= a.alive_at)
                            END AS live_until) w
 CROSS JOIN LATERAL (SELECT seen_live(p.created_at, LEAST(p.created_observed_at, p.scheduled_event_at, p.first_unschedulable_at)) AS created) c
 CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at,
