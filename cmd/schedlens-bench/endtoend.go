@@ -14,7 +14,6 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -32,14 +31,11 @@ const (
 // into a fresh, migrated database, from its start until the store counts every event.
 func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *rawSet, cfg correlator.Config, logger, corrLogger *slog.Logger) (figure, error) {
 	external := natsURL != ""
-	if !external {
-		srv, err := natsserver.Start(natsserver.Options{})
-		if err != nil {
-			return figure{}, err
-		}
-		defer srv.Close()
-		natsURL = srv.URL()
+	natsURL, stopNATS, err := natsOrLocal(natsURL)
+	if err != nil {
+		return figure{}, err
 	}
+	defer stopNATS()
 	nc, err := bus.Connect(natsURL, "schedlens-bench", logger)
 	if err != nil {
 		return figure{}, err

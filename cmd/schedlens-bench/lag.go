@@ -24,7 +24,6 @@ import (
 	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/publisher"
 	"github.com/schedlens/schedlens/internal/store"
 )
@@ -127,15 +126,11 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	logger.Info("generated envelopes", "events", len(envs))
 
-	natsURL := o.natsURL
-	if natsURL == "" {
-		srv, err := natsserver.Start(natsserver.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		natsURL = srv.URL()
+	natsURL, stopNATS, err := natsOrLocal(o.natsURL)
+	if err != nil {
+		return err
 	}
+	defer stopNATS()
 	nc, err := bus.Connect(natsURL, "schedlens-bench-lag", logger)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/natsserver"
 )
 
 func main() { config.Main(run) }
@@ -320,4 +321,16 @@ func maxRatio(s []sizeReport) float64 {
 		m = max(m, x.VsCopyFrom)
 	}
 	return m
+}
+
+// natsOrLocal is url (-nats-url), or when it is empty an in-process server, stopped by stop.
+func natsOrLocal(url string) (_ string, stop func(), err error) {
+	if url != "" {
+		return url, func() {}, nil
+	}
+	srv, err := natsserver.Start(natsserver.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.URL(), srv.Close, nil
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/natsserver"
 )
 
 // Target of the memory run, printed beside the figure (not asserted).
@@ -95,15 +94,12 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	natsURL := o.natsURL
-	if natsURL == "" {
-		srv, err := natsserver.Start(natsserver.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		natsURL = srv.URL()
-	} else {
+	natsURL, stopNATS, err := natsOrLocal(o.natsURL)
+	if err != nil {
+		return err
+	}
+	defer stopNATS()
+	if o.natsURL != "" {
 		// Leave nothing behind on an external server.
 		defer func() {
 			nc, err := bus.Connect(natsURL, "schedlens-bench-memory", logger)
