@@ -13,6 +13,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/bus"
+	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
@@ -37,19 +38,21 @@ func TestJetStreamClusterLosesAndDoublesNothing(t *testing.T) {
 	for _, n := range nodes {
 		urls = append(urls, n.URL())
 	}
-	connect := func(name string) jetstream.JetStream {
+	connect := func(name string, opts ...jetstream.JetStreamOpt) jetstream.JetStream {
 		nc, err := bus.Connect(strings.Join(urls, ","), name, logger)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
+		js, err := jetstream.New(nc, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return js
 	}
-	pubJS, corrJS := connect("collector"), connect("correlator")
+	// The publisher's JetStream as the collector makes it: a publish in flight when its node
+	// stops is timed out and sent again, not waited for forever.
+	pubJS, corrJS := connect("collector", publisher.JetStreamOptions()...), connect("correlator")
 	var stream jetstream.Stream
 	waitFor(t, "the R3 stream", func() bool {
 		s, err := bus.EnsureStream(ctx, pubJS, bus.StreamConfig{Replicas: 3})
@@ -114,7 +117,11 @@ func TestJetStreamClusterLosesAndDoublesNothing(t *testing.T) {
 	}
 	down.Stop() // mid-stream: the publisher has events in flight
 	offer(envs[third : 2*third])
-	waitFor(t, "two thirds of the events in the stream without the old leader", func() bool { return msgs() >= uint64(2*third) })
+	if !clock.Until(90*time.Second, 100*time.Millisecond, func() bool { return msgs() >= uint64(2*third) }) {
+		info, err := stream.Info(ctx)
+		t.Fatalf("timed out waiting for two thirds of the events (%d) in the stream without the old leader %s: %d messages, publisher buffered %d; stream info %+v (cluster %+v), %v",
+			2*third, down.Name(), msgs(), pub.Buffered(), info, clusterOf(info), err)
+	}
 	down.Restart()
 	offer(envs[2*third:])
 
@@ -159,4 +166,11 @@ func TestJetStreamClusterLosesAndDoublesNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+func clusterOf(info *jetstream.StreamInfo) any {
+	if info == nil || info.Cluster == nil {
+		return nil
+	}
+	return *info.Cluster
 }

@@ -137,7 +137,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	defer nc.Close()
 	// As the collector's: collectorapp.New.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second), jetstream.WithPublishAsyncMaxPending(1024))
+	js, err := jetstream.New(nc, publisher.JetStreamOptions()...)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,7 +125,7 @@ func New(o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.js, err = jetstream.New(a.nc, jetstream.WithPublishAsyncTimeout(10*time.Second), jetstream.WithPublishAsyncMaxPending(1024))
+	a.js, err = jetstream.New(a.nc, publisher.JetStreamOptions()...)
 	if err != nil {
 		a.nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)

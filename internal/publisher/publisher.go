@@ -292,3 +292,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
+
+// JetStreamOptions are the options of the JetStream context a Publisher publishes on. The
+// timeout matters: a publish in flight on a connection that drops (the NATS node it was on
+// stopped) is never answered, and without it the window would wait for its ack forever instead
+// of publishing it again.
+func JetStreamOptions() []jetstream.JetStreamOpt {
+	return []jetstream.JetStreamOpt{jetstream.WithPublishAsyncTimeout(10 * time.Second), jetstream.WithPublishAsyncMaxPending(1024)}
+}
