@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,39 +31,17 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// binaries are cmd/collector, correlator and api, built once per test process.
+var commands = testbin.New("../cmd/collector", "../cmd/correlator", "../cmd/api")
 
-// binaries builds cmd/... once per test process.
-func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "schedlens-e2e-bin")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/collector", "../cmd/correlator", "../cmd/api")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
+func binaries(t *testing.T) string { return commands.Dir(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	commands.Remove()
 	os.Exit(code)
 }
 

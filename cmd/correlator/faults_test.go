@@ -7,19 +7,15 @@ package main
 // of the same events into another database.
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,48 +32,20 @@ import (
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testbin"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildDir  string
-)
+// command is this package's binary, built once per test binary.
+var command = testbin.New(".")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	command.Remove()
 	os.Exit(code)
 }
 
-// correlatorBinary builds this command once per test binary.
-func correlatorBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "schedlens-correlator-bin-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(buildDir, "correlator")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
-		}
-		cmd := exec.Command(goBin, "build", "-o", binPath, ".")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out.String())
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// correlatorBinary is the path of the built correlator.
+func correlatorBinary(t *testing.T) string { return filepath.Join(command.Dir(t), "correlator") }
 
 // proc is one correlator process.
 type proc struct {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/schedlens/schedlens/internal/testbin"
 	"github.com/schedlens/schedlens/lab/controlplane"
 )
 
@@ -35,33 +33,11 @@ func run(m *testing.M) int {
 	}
 	defer cp.Stop()
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	commands.Remove()
 	return code
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// commands are the collector, correlator and api, built once per test process.
+var commands = testbin.New("github.com/schedlens/schedlens/cmd/collector", "github.com/schedlens/schedlens/cmd/correlator", "github.com/schedlens/schedlens/cmd/api")
 
-// binaries builds the collector, correlator and api once per test process.
-func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "schedlens-manifest-bin-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+string(filepath.Separator),
-			"github.com/schedlens/schedlens/cmd/collector", "github.com/schedlens/schedlens/cmd/correlator", "github.com/schedlens/schedlens/cmd/api")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binDir
-}
+func binaries(t *testing.T) string { return commands.Dir(t) }

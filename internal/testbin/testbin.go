@@ -1,0 +1,55 @@
+// Package testbin builds the project's commands once per test process, for the tests that run
+// the real binaries (the e2e tests, the fault tests, the chart's process tests).
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// Set is a set of packages built together into one temporary directory on first use; the
+// package's TestMain calls Remove after m.Run.
+type Set struct {
+	pkgs []string
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// New is the set of pkgs (import paths, or paths relative to the test's package directory).
+func New(pkgs ...string) *Set { return &Set{pkgs: pkgs} }
+
+// Dir builds the set the first time it is asked for and returns the directory holding one
+// binary per package, named after it; a failed build fails every test that asks.
+func (s *Set) Dir(t testing.TB) string {
+	t.Helper()
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", "schedlens-test-bin-"); s.err != nil {
+			return
+		}
+		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goBin); err != nil {
+			goBin = "go"
+		}
+		cmd := exec.Command(goBin, append([]string{"build", "-o", s.dir + string(filepath.Separator)}, s.pkgs...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			s.err = fmt.Errorf("go build %v: %v\n%s", s.pkgs, err, out)
+		}
+	})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.dir
+}
+
+// Remove deletes the built binaries, if any were built.
+func (s *Set) Remove() {
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
+}
