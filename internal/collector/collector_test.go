@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/natstest"
 )
 
@@ -150,7 +151,7 @@ func TestCollectorOnFakeCluster(t *testing.T) {
 	})
 	checkRBAC(t, k.client.Actions())
 	waitFor(t, 5*time.Second, "events about unknown pods to expire", func() bool {
-		return r.metric(t, "schedlens_collector_events_unattributed_total") == 3
+		return metricstest.Value(t, r.reg, "schedlens_collector_events_unattributed_total") == 3
 	})
 	var scoped []string
 	for _, p := range pods {
@@ -289,7 +290,7 @@ func TestCollectorOnFakeCluster(t *testing.T) {
 		t.Errorf("after a restart with two collectors the stream gained %v; want only their 2 inventories", got)
 	}
 	for _, c := range []*running{a, b} {
-		if dups := c.metric(t, "schedlens_collector_duplicates_total"); dups < 13+6 {
+		if dups := metricstest.Value(t, c.reg, "schedlens_collector_duplicates_total"); dups < 13+6 {
 			t.Errorf("restarted collector: %v duplicates acknowledged, want the whole state re-published (≥ 19)", dups)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -244,35 +243,6 @@ func (r *running) stop(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Error("collector did not stop")
 	}
-}
-
-// metric reads a counter or gauge (summed over labels).
-func (r *running) metric(t *testing.T, name string) float64 {
-	t.Helper()
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += value(m)
-		}
-	}
-	return sum
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	}
-	return 0
 }
 
 // streamEnvelopes reads every envelope in the SCHEDLENS stream of the server at url.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/natstest"
 )
 
@@ -62,7 +63,7 @@ func TestCollectorSurvivesNATSOutage(t *testing.T) {
 				want, last = append(want, id), append(last, id)
 			}
 			waitFor(t, 10*time.Second, "publishes to fail while NATS is down", func() bool {
-				return r.metric(t, "schedlens_collector_publish_failures_total") > 0
+				return metricstest.Value(t, r.reg, "schedlens_collector_publish_failures_total") > 0
 			})
 			if err := r.c.Ready(); err != nil {
 				t.Errorf("collector not ready while NATS is down: %v; it must keep watching", err)
@@ -78,14 +79,14 @@ func TestCollectorSurvivesNATSOutage(t *testing.T) {
 			})
 			checkNoDoubles(t, streamEnvelopes(t, srv.URL()))
 			if !tc.everyVersion {
-				if n := r.metric(t, "schedlens_collector_buffer_overflows_total"); n == 0 {
+				if n := metricstest.Value(t, r.reg, "schedlens_collector_buffer_overflows_total"); n == 0 {
 					t.Error("the tiny buffer never overflowed: the test did not exercise re-publishing")
 				}
-				if n := r.metric(t, "schedlens_collector_resyncs_total"); n == 0 {
+				if n := metricstest.Value(t, r.reg, "schedlens_collector_resyncs_total"); n == 0 {
 					t.Error("no re-publish of the current state after the overflow")
 				}
 			}
-			waitFor(t, 10*time.Second, "the buffer to empty", func() bool { return r.metric(t, "schedlens_collector_buffered") == 0 })
+			waitFor(t, 10*time.Second, "the buffer to empty", func() bool { return metricstest.Value(t, r.reg, "schedlens_collector_buffered") == 0 })
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
@@ -121,23 +122,6 @@ func testConfig() correlator.Config {
 	return cfg
 }
 
-func counter(t *testing.T, g prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -194,10 +178,10 @@ func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 			t.Errorf("%s: dead letter position %s/%d", p.name, dls[i].Stream, dls[i].StreamSeq)
 		}
 	}
-	if got := counter(t, reg, "schedlens_correlator_dead_letters_total"); got != float64(len(poison)) {
+	if got := metricstest.Value(t, reg, "schedlens_correlator_dead_letters_total"); got != float64(len(poison)) {
 		t.Errorf("dead letter metric = %v, want %d", got, len(poison))
 	}
-	if got := counter(t, reg, "schedlens_correlator_events_stored_total"); got != float64(len(envs)) {
+	if got := metricstest.Value(t, reg, "schedlens_correlator_events_stored_total"); got != float64(len(envs)) {
 		t.Errorf("events stored metric = %v, want %d", got, len(envs))
 	}
 	e.checkTimelines(envs)
@@ -233,7 +217,7 @@ func TestCrashBetweenCommitAndAckLosesAndDoublesNothing(t *testing.T) {
 	if got := e.stats().EventsTotal; got != int64(len(envs)) {
 		t.Errorf("events stored = %d, want %d", got, len(envs))
 	}
-	if got := counter(t, reg, "schedlens_correlator_duplicates_total"); got == 0 {
+	if got := metricstest.Value(t, reg, "schedlens_correlator_duplicates_total"); got == 0 {
 		t.Error("the redelivered batch was not seen as duplicates")
 	}
 	e.checkTimelines(envs)
@@ -258,7 +242,7 @@ func TestTransientDatabaseFailureIsRetried(t *testing.T) {
 	e.start(testConfig(), reg)
 
 	deadline := time.Now().Add(20 * time.Second)
-	for counter(t, reg, "schedlens_correlator_batch_failures_total") == 0 {
+	for metricstest.Value(t, reg, "schedlens_correlator_batch_failures_total") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no batch failed while the table was away")
 		}

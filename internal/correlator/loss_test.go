@@ -13,6 +13,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 )
 
 // The stream keeps discard-old: when the correlator is away long enough for the stream's byte
@@ -49,7 +50,7 @@ func TestMessagesDiscardedBeforeDeliveryAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e.start(testConfig(), reg)
 	e.drained("correlator")
-	if got := counter(t, reg, "schedlens_correlator_stream_lost_total"); got != float64(discarded) {
+	if got := metricstest.Value(t, reg, "schedlens_correlator_stream_lost_total"); got != float64(discarded) {
 		t.Errorf("stream_lost_total = %v, want %d (sequences %d..%d discarded unconsumed)", got, discarded, first+1, info.State.FirstSeq-1)
 	}
 	if got, want := e.stats().EventsTotal, int64(first)+int64(info.State.Msgs); got != want {

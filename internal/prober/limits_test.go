@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/prober"
 )
 
@@ -92,16 +93,16 @@ func TestProberProbesAtMostMaxPods(t *testing.T) {
 		p.Observe(pod, false, nil)
 	}
 	p.Observe(pods[2], false, nil) // an update of the waiting pod is not a second skip
-	if a, w, s := gauge(t, reg, "schedlens_collector_probes_active"), gauge(t, reg, "schedlens_collector_probes_waiting"), counter(t, reg, "schedlens_collector_probes_skipped_total"); a != 2 || w != 1 || s != 1 {
+	if a, w, s := metricstest.Registered(t, reg, "schedlens_collector_probes_active"), metricstest.Registered(t, reg, "schedlens_collector_probes_waiting"), metricstest.Registered(t, reg, "schedlens_collector_probes_skipped_total"); a != 2 || w != 1 || s != 1 {
 		t.Fatalf("active %v, waiting %v, skipped %v; want 2, 1, 1", a, w, s)
 	}
 	p.Observe(pods[0], true, nil)
-	if a, w := gauge(t, reg, "schedlens_collector_probes_active"), gauge(t, reg, "schedlens_collector_probes_waiting"); a != 2 || w != 0 {
+	if a, w := metricstest.Registered(t, reg, "schedlens_collector_probes_active"), metricstest.Registered(t, reg, "schedlens_collector_probes_waiting"); a != 2 || w != 0 {
 		t.Fatalf("after a probed pod went: active %v, waiting %v; want 2, 0", a, w)
 	}
 	p.Observe(pods[1], true, nil)
 	p.Observe(pods[2], true, nil)
-	if a := gauge(t, reg, "schedlens_collector_probes_active"); a != 0 {
+	if a := metricstest.Registered(t, reg, "schedlens_collector_probes_active"); a != 0 {
 		t.Fatalf("after every pod went: active %v, want 0", a)
 	}
 }
@@ -131,34 +132,4 @@ func TestProberDoesNotFollowRedirects(t *testing.T) {
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("the redirect's address received %d requests, want 0", n)
 	}
-}
-
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("%s not registered", name)
-	return 0
-}
-
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("%s not registered", name)
-	return 0
 }

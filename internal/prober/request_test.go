@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/prober"
 )
 
@@ -83,11 +84,11 @@ func TestProberSendsTheExperimentsRequestOrNone(t *testing.T) {
 	t.Cleanup(p.Stop)
 
 	p.Observe(runningPod("127.0.0.1"), false, bad)
-	if n := active(t, reg); n != 0 {
+	if n := metricstest.Registered(t, reg, "schedlens_collector_probes_active"); n != 0 {
 		t.Fatalf("%v probes active for a refused request, want 0", n)
 	}
 	p.Observe(runningPod("127.0.0.1"), false, good)
-	if n := active(t, reg); n != 1 {
+	if n := metricstest.Registered(t, reg, "schedlens_collector_probes_active"); n != 1 {
 		t.Fatalf("%v probes active for the experiment's request, want 1", n)
 	}
 	want := "POST 127.0.0.1:" + strconv.Itoa(port) + " /v2/models/model/infer"
@@ -97,20 +98,4 @@ func TestProberSendsTheExperimentsRequestOrNone(t *testing.T) {
 	if env := <-out.got; env.Kind != events.KindRequest {
 		t.Errorf("published a %s envelope, want a request", env.Kind)
 	}
-}
-
-// active reads schedlens_collector_probes_active from reg.
-func active(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "schedlens_collector_probes_active" {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatal("schedlens_collector_probes_active not registered")
-	return 0
 }

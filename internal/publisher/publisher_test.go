@@ -16,6 +16,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/publisher"
 )
@@ -49,23 +50,6 @@ func start(t *testing.T, configure func(*server.Options), stream func(jetstream.
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return p, js, reg
-}
-
-func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {
@@ -109,12 +93,12 @@ func TestTooLargeIsPermanentNotRetried(t *testing.T) {
 			t.Fatal("buffer full")
 		}
 	}
-	waitFor(t, "the small envelopes published", func() bool { return metric(t, reg, "schedlens_collector_published_total") == 2 })
+	waitFor(t, "the small envelopes published", func() bool { return metricstest.Value(t, reg, "schedlens_collector_published_total") == 2 })
 	time.Sleep(200 * time.Millisecond) // several retry delays: a retried envelope would count again
-	if got := metric(t, reg, "schedlens_collector_publish_too_large_total"); got != 1 {
+	if got := metricstest.Value(t, reg, "schedlens_collector_publish_too_large_total"); got != 1 {
 		t.Errorf("publish_too_large_total = %v, want 1", got)
 	}
-	if got := metric(t, reg, "schedlens_collector_publish_failures_total"); got != 0 {
+	if got := metricstest.Value(t, reg, "schedlens_collector_publish_failures_total"); got != 0 {
 		t.Errorf("publish_failures_total = %v, want 0: a too-large envelope is not a failure to retry", got)
 	}
 	if got := p.Buffered(); got != 0 {
@@ -140,7 +124,7 @@ func TestStreamFullBackPressuresThePublisher(t *testing.T) {
 	for _, env := range envs {
 		p.Offer(env)
 	}
-	waitFor(t, "the stream to refuse", func() bool { return metric(t, reg, "schedlens_collector_stream_full_total") > 0 })
+	waitFor(t, "the stream to refuse", func() bool { return metricstest.Value(t, reg, "schedlens_collector_stream_full_total") > 0 })
 	held := streamMsgs(t, js)
 	if held == 0 || held >= uint64(len(envs)) {
 		t.Fatalf("the full stream holds %d of %d messages", held, len(envs))
@@ -161,7 +145,7 @@ func TestStreamFullBackPressuresThePublisher(t *testing.T) {
 	if got := streamMsgs(t, js); got != uint64(len(envs)) {
 		t.Errorf("the stream holds %d messages, want all %d", got, len(envs))
 	}
-	if got := metric(t, reg, "schedlens_collector_publish_too_large_total"); got != 0 {
+	if got := metricstest.Value(t, reg, "schedlens_collector_publish_too_large_total"); got != 0 {
 		t.Errorf("publish_too_large_total = %v, want 0", got)
 	}
 }
