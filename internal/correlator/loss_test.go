@@ -2,7 +2,6 @@ package correlator_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -65,29 +64,13 @@ func TestChunkedInventoriesThroughTheCorrelator(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	envs := eventgen.Generate(eventgen.Default())
-	var split []*events.Envelope
+	split, _, err := eventgen.ChunkInventories(envs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	parts := 0
-	for _, env := range envs {
-		inv, ok := env.Payload.(*events.Inventory)
-		if !ok {
-			split = append(split, env)
-			continue
-		}
-		n := (len(inv.PodUIDs) + 3) / 4
-		for i := range n {
-			p := *env
-			p.ID = fmt.Sprintf("%s/part-%d-of-%d", env.ID, i+1, n)
-			p.Payload = &events.Inventory{Scope: inv.Scope, PodUIDs: inv.PodUIDs[i*4 : min((i+1)*4, len(inv.PodUIDs))], Part: i + 1, Parts: n}
-			p.Raw, p.Data = nil, nil
-			b, err := events.Encode(&p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dec, err := events.Decode(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			split = append(split, dec)
+	for _, env := range split {
+		if inv, ok := env.Payload.(*events.Inventory); ok && inv.Parts > 0 {
 			parts++
 		}
 	}

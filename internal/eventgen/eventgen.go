@@ -8,6 +8,7 @@ package eventgen
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -420,4 +421,43 @@ func (g *gen) oversized(run string, at time.Time) *podState {
 		t = t.Add(time.Duration(c) * 5 * time.Second)
 	}
 	return p
+}
+
+// ChunkInventories replaces every inventory among envs by its parts of at most size UIDs, as a
+// collector publishes a large scope (kube.InventoryEnvelopes: part i of n, the whole one's id
+// with "/part-<i>-of-<n>", the same list time), each encoded and decoded as the correlator
+// receives it. drop names parts to leave out, as "<inventory number>/<part>" counting both from
+// 1. It also returns how many inventories it split.
+func ChunkInventories(envs []*events.Envelope, size int, drop map[string]bool) ([]*events.Envelope, int, error) {
+	var out []*events.Envelope
+	n := 0
+	for _, env := range envs {
+		inv, ok := env.Payload.(*events.Inventory)
+		if !ok {
+			out = append(out, env)
+			continue
+		}
+		n++
+		uids := inv.PodUIDs
+		parts := (len(uids) + size - 1) / size
+		for i := range parts {
+			if drop[fmt.Sprintf("%d/%d", n, i+1)] {
+				continue
+			}
+			p := *env
+			p.ID = fmt.Sprintf("%s/part-%d-of-%d", env.ID, i+1, parts)
+			p.Payload = &events.Inventory{Scope: inv.Scope, PodUIDs: slices.Clone(uids[i*size : min((i+1)*size, len(uids))]), Part: i + 1, Parts: parts}
+			p.Raw, p.Data = nil, nil
+			b, err := events.Encode(&p)
+			if err != nil {
+				return nil, 0, err
+			}
+			dec, err := events.Decode(b)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, dec)
+		}
+	}
+	return out, n, nil
 }

@@ -2,9 +2,7 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,40 +12,13 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// chunked replaces every inventory among envs by its parts of at most size UIDs (as
-// kube.InventoryEnvelopes publishes a large scope); drop names parts to leave out ("<inventory
-// index>/<part>").
+// chunked is eventgen.ChunkInventories, failing the test on an error or when the experiment has
+// fewer than two inventories.
 func chunked(t *testing.T, envs []*events.Envelope, size int, drop map[string]bool) []*events.Envelope {
 	t.Helper()
-	var out []*events.Envelope
-	n := 0
-	for _, env := range envs {
-		inv, ok := env.Payload.(*events.Inventory)
-		if !ok {
-			out = append(out, env)
-			continue
-		}
-		n++
-		uids := slices.Clone(inv.PodUIDs)
-		parts := (len(uids) + size - 1) / size
-		for i := range parts {
-			if drop[fmt.Sprintf("%d/%d", n, i+1)] {
-				continue
-			}
-			p := *env
-			p.ID = fmt.Sprintf("%s/part-%d-of-%d", env.ID, i+1, parts)
-			p.Payload = &events.Inventory{Scope: inv.Scope, PodUIDs: uids[i*size : min((i+1)*size, len(uids))], Part: i + 1, Parts: parts}
-			p.Raw, p.Data = nil, nil
-			b, err := events.Encode(&p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dec, err := events.Decode(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, dec)
-		}
+	out, n, err := eventgen.ChunkInventories(envs, size, drop)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if n < 2 {
 		t.Fatalf("%d inventories in the generated experiment, want several", n)
