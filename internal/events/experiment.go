@@ -327,7 +327,9 @@ func unknownKeys(b []byte, t reflect.Type) (map[string]json.RawMessage, error) {
 	return fields, nil
 }
 
-// withExtra marshals v, then adds the extra keys it does not write itself.
+// withExtra marshals v, then adds the extra keys it does not write itself. A kept value also
+// takes the place of a field written only as its zero value: that field was emptied because the
+// value did not fit it (an arm's name given as an object: found by FuzzExperimentOf).
 func withExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil || len(extra) == 0 {
@@ -338,11 +340,20 @@ func withExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	for k, raw := range extra {
-		if _, known := fields[k]; !known {
+		if written, known := fields[k]; !known || zeroJSON(written) {
 			fields[k] = raw
 		}
 	}
 	return json.Marshal(fields)
+}
+
+// zeroJSON reports whether raw is how encoding/json writes a zero value.
+func zeroJSON(raw json.RawMessage) bool {
+	switch string(raw) {
+	case `""`, `0`, `false`, `null`, `[]`, `{}`:
+		return true
+	}
+	return false
 }
 
 var jsonNamesCache sync.Map // reflect.Type → map[string]int

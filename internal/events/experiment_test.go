@@ -13,10 +13,11 @@ import (
 // its own, an arm's placement rules, a fixed value of another type) is written back as it came.
 func TestExperimentKeepsWhatItDoesNotKnow(t *testing.T) {
 	for name, in := range map[string]string{
-		"typed":       `{"name":"day20","fixed":{"image":"i","model":"m","pods":3,"request":{"method":"POST","port":8000,"path":"/x","body":"{}"}},"metrics":["pending","latency"],"repeats":3,"baseline":"control","arms":[{"name":"control"},{"name":"affinity","description":"d","required":{"accelerator":"nvidia-gpu"}}],"thresholds":{"error_rate":0.01},"margins":{"latency":"5%"},"alpha":0.1}`,
-		"the seed's":  `{"name":"day20","change":"node affinity / PriorityClass / GPU sharing","fixed":"image, model, input","metrics":"placement, Pending, preemption, latency","repeats":3}`,
-		"odd values":  `{"name":"x","fixed":{"pods":"three","gpu":"A100","request":{"port":"8000","retries":2}},"arms":["control",{"name":"t","sharing":"mps"}],"owner":"team-a","notes":[1,2]}`,
-		"empty lists": `{"name":"x","metrics":[],"arms":[]}`,
+		"typed":                    `{"name":"day20","fixed":{"image":"i","model":"m","pods":3,"request":{"method":"POST","port":8000,"path":"/x","body":"{}"}},"metrics":["pending","latency"],"repeats":3,"baseline":"control","arms":[{"name":"control"},{"name":"affinity","description":"d","required":{"accelerator":"nvidia-gpu"}}],"thresholds":{"error_rate":0.01},"margins":{"latency":"5%"},"alpha":0.1}`,
+		"the seed's":               `{"name":"day20","change":"node affinity / PriorityClass / GPU sharing","fixed":"image, model, input","metrics":"placement, Pending, preemption, latency","repeats":3}`,
+		"odd values":               `{"name":"x","fixed":{"pods":"three","gpu":"A100","request":{"port":"8000","retries":2}},"arms":["control",{"name":"t","sharing":"mps"}],"owner":"team-a","notes":[1,2]}`,
+		"empty lists":              `{"name":"x","metrics":[],"arms":[]}`,
+		"a name that is no string": `{"name":"x","arms":[{"name":{"0":null}},{"name":7,"description":["a"]},{"name":""}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			var e events.Experiment
