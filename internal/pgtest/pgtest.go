@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -35,14 +36,42 @@ func Unavailable(t testing.TB, format string, args ...any) {
 // URL returns the URL of a new, migrated, empty database for this test.
 func URL(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, true)
+}
+
+// EmptyURL returns the URL of a new database without the schema, for what creates its own
+// tables (the store's baselines).
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	return newDatabase(t, false)
+}
+
+// Open opens the store at url for this test, logging nowhere, and closes it when the test ends.
+func Open(t testing.TB, url string, opts ...store.Option) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// newDatabase creates a database dropped when the test ends: from the migrated template when
+// migrated, else empty.
+func newDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := store.CheckServer(ctx, AdminURL()); err != nil {
 		Unavailable(t, "%v", err)
 	}
-	tmpl, err := store.TemplateDatabase(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("prepare the template database: %v", err)
+	var tmpl string
+	if migrated {
+		var err error
+		if tmpl, err = store.TemplateDatabase(ctx, AdminURL()); err != nil {
+			t.Fatalf("prepare the template database: %v", err)
+		}
 	}
 	name := "schedlens_test_" + randomHex(6)
 	dbURL, err := store.CreateDatabase(ctx, AdminURL(), name, tmpl)

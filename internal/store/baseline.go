@@ -2,38 +2,43 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/migrations"
 )
 
 // The baselines the bench measures the pipeline against, on the very rows Append writes to
 // the events table: the fastest way Postgres takes them, and the naive way.
 
-// bareEventsDDL has the events table's columns without its primary key, index or constraints.
-const bareEventsDDL = `
-CREATE TABLE events (
-    id text, kind text, cluster text, source text, occurred_at timestamptz, observed_at timestamptz,
-    pod_uid text, node text, envelope jsonb, ingested_at timestamptz DEFAULT now()
-)`
+// eventsDDL is the CREATE TABLE statement of the events table as migration 00001 writes it,
+// taken from that file so the baselines measure the table Append writes to (its primary key;
+// the index and later migrations' indexes are left out).
+func eventsDDL() (string, error) {
+	b, err := fs.ReadFile(migrations.FS, "00001_events.sql")
+	if err != nil {
+		return "", err
+	}
+	const head = "CREATE TABLE events ("
+	_, rest, found := strings.Cut(string(b), head)
+	columns, _, closed := strings.Cut(rest, "\n);")
+	if !found || !closed {
+		return "", errors.New("migration 00001 has no CREATE TABLE events statement")
+	}
+	return head + columns + "\n)", nil
+}
 
-// keyedEventsDDL is the events table with its primary key (and nothing else).
-const keyedEventsDDL = `
-CREATE TABLE events (
-    id          text        PRIMARY KEY,
-    kind        text        NOT NULL,
-    cluster     text        NOT NULL,
-    source      text        NOT NULL,
-    occurred_at timestamptz NOT NULL,
-    observed_at timestamptz NOT NULL,
-    pod_uid     text,
-    node        text,
-    envelope    jsonb       NOT NULL,
-    ingested_at timestamptz NOT NULL DEFAULT now()
-)`
+// bareEventsDDL is the events table's columns without its primary key or NOT NULL constraints.
+func bareEventsDDL() (string, error) {
+	ddl, err := eventsDDL()
+	return strings.NewReplacer(" PRIMARY KEY", "", " NOT NULL", "").Replace(ddl), err
+}
 
 // RawCopy times CopyFrom of envs' event rows into a bare table of the empty database dbURL,
 // chunk rows per transaction: the ceiling for the correlator.
@@ -65,7 +70,7 @@ func RawCopy(ctx context.Context, dbURL string, envs []*events.Envelope, chunk i
 // prepared once) into a table with the events primary key in the empty database dbURL: what
 // storing without batching costs.
 func NaiveInsert(ctx context.Context, dbURL string, envs []*events.Envelope) (time.Duration, error) {
-	conn, err := baselineTable(ctx, dbURL, keyedEventsDDL)
+	conn, err := baselineTable(ctx, dbURL, eventsDDL)
 	if err != nil {
 		return 0, err
 	}
@@ -81,7 +86,11 @@ func NaiveInsert(ctx context.Context, dbURL string, envs []*events.Envelope) (ti
 	return time.Since(start), nil
 }
 
-func baselineTable(ctx context.Context, dbURL, ddl string) (*pgx.Conn, error) {
+func baselineTable(ctx context.Context, dbURL string, table func() (string, error)) (*pgx.Conn, error) {
+	ddl, err := table()
+	if err != nil {
+		return nil, fmt.Errorf("events table definition: %w", err)
+	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", redactURL(dbURL), err)
