@@ -240,12 +240,7 @@ func (db *DB) readRunSlices(ctx context.Context, tx pgx.Tx, name, namespace stri
 	rows, err = tx.Query(ctx, `
 		SELECT COALESCE(t.exp_run, ''), COALESCE(t.exp_arm, ''), t.node, g.model, g.sharing
 		FROM pod_timeline t
-		LEFT JOIN LATERAL (
-			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
-			FROM events e
-			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
-			  AND e.envelope->'data'->'gpu' IS NOT NULL
-			ORDER BY e.occurred_at DESC LIMIT 1) g ON true
+		`+lastGPUJoin+`
 		WHERE t.exp_name = $1 AND ($2 = '' OR t.namespace = $2) AND COALESCE(t.exp_run, '') = ANY($3)`, name, namespace, runs)
 	if err != nil {
 		return nil, fmt.Errorf("read placement of %s: %w", name, err)

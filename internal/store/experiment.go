@@ -321,6 +321,16 @@ func (db *DB) DefineExperiment(ctx context.Context, def events.Experiment, now t
 // ArmPlacement is where an arm's pods ran and why some waited (compare.ArmPlacement).
 type ArmPlacement = compare.ArmPlacement
 
+// lastGPUJoin joins to each pod t of pod_timeline, as g, the GPU (model, sharing) of its latest
+// pod_status event that reported one whose sharing is not "unknown"; nulls when none did. The
+// comparison's run slices and Placement read placement through it.
+const lastGPUJoin = `LEFT JOIN LATERAL (
+			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
+			FROM events e
+			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
+			  AND e.envelope->'data'->'gpu' IS NOT NULL
+			ORDER BY e.occurred_at DESC LIMIT 1) g ON true`
+
 // Placement reads the placement of every arm of an experiment (its pods in namespace; all
 // when empty).
 func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string]*ArmPlacement, error) {
@@ -336,12 +346,7 @@ func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string
 	rows, err := db.pool.Query(ctx, `
 		SELECT COALESCE(t.exp_arm, ''), t.node, g.model, g.sharing
 		FROM pod_timeline t
-		LEFT JOIN LATERAL (
-			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
-			FROM events e
-			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
-			  AND e.envelope->'data'->'gpu' IS NOT NULL
-			ORDER BY e.occurred_at DESC LIMIT 1) g ON true
+		`+lastGPUJoin+`
 		WHERE t.exp_name = $1 AND ($2 = '' OR t.namespace = $2)`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read placement of %s: %w", name, err)
