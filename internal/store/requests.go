@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -121,17 +119,11 @@ type requestCursor struct {
 	ID string    `json:"i"`
 }
 
-func encodeRequestCursor(c requestCursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // decodeRequestCursor reads a cursor of Unattributed. Its id must be one an envelope could
 // have: text Postgres accepts (valid UTF-8, no NUL) of at most events.MaxIDLen bytes.
 func decodeRequestCursor(s string) (requestCursor, error) {
 	var c requestCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.ID == "" || len(c.ID) > events.MaxIDLen ||
+	if !decodeToken(s, &c) || c.ID == "" || len(c.ID) > events.MaxIDLen ||
 		!utf8.ValidString(c.ID) || strings.ContainsRune(c.ID, 0) || c.At.IsZero() {
 		return requestCursor{}, ErrBadCursor
 	}
@@ -196,7 +188,7 @@ func (db *DB) Unattributed(ctx context.Context, f UnattributedFilter, limit int,
 	}
 	if more {
 		last := page.Requests[len(page.Requests)-1]
-		page.NextCursor = encodeRequestCursor(requestCursor{At: last.OccurredAt, ID: last.ID})
+		page.NextCursor = encodeToken(requestCursor{At: last.OccurredAt, ID: last.ID})
 	}
 	return page, nil
 }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -183,7 +181,7 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 	var last cursor
 	for rows.Next() {
 		if len(page.Pods) == limit {
-			page.NextCursor = encodeCursor(last)
+			page.NextCursor = encodeToken(last)
 			break
 		}
 		s, firstSeen, err := scanSummary(rows)
@@ -203,17 +201,11 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 	return page, nil
 }
 
-func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // decodeCursor reads a cursor of ListPods. Its UID must be one (the database compares it as
 // text, and a NUL or invalid UTF-8 would be an error there rather than a bad cursor).
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil || !events.ValidUID(c.UID) || c.FirstSeen.IsZero() {
+	if !decodeToken(s, &c) || !events.ValidUID(c.UID) || c.FirstSeen.IsZero() {
 		return cursor{}, ErrBadCursor
 	}
 	c.UID = strings.ToLower(c.UID)
