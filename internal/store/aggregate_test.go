@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -91,7 +90,7 @@ func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	}
 	check("first half")
 	rest := envs[half:]
-	rand.New(rand.NewPCG(3, 3)).Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	shuffle(rest, 3, 3)
 	for i := 0; i < len(rest); i += 150 {
 		ingestInBatches(t, db, rest[i:min(i+150, len(rest))], 150)
 		check("after a shuffled batch")

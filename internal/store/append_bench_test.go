@@ -29,7 +29,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func BenchmarkAppend(b *testing.B) {
-	db := openDBB(b)
+	db := openDB(b)
 	envs := benchEnvelopes(b, 20000)
 	b.ResetTimer()
 	n := 0

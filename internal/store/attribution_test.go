@@ -21,17 +21,8 @@ func ipOnlyID(t *testing.T, env *events.Envelope, ip, id string) *events.Envelop
 	t.Helper()
 	r := *env.Payload.(*events.Request)
 	r.PodIP = ip
-	out := &events.Envelope{V: env.V, ID: id, Kind: env.Kind, Cluster: env.Cluster, Source: "vegeta",
-		OccurredAt: env.OccurredAt, ObservedAt: env.ObservedAt, Payload: &r}
-	b, err := events.Encode(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return wire(t, &events.Envelope{V: env.V, ID: id, Kind: env.Kind, Cluster: env.Cluster, Source: "vegeta",
+		OccurredAt: env.OccurredAt, ObservedAt: env.ObservedAt, Payload: &r})
 }
 
 // Results that name only a pod IP land on the pod that held the IP when they were sent —

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -42,12 +41,10 @@ func timelinesWithoutEvents(tls map[string]align.Timeline) map[string]align.Time
 // inventory, when the last arrives.
 func TestChunkedInventoryEqualsWhole(t *testing.T) {
 	t.Parallel()
-	envs := eventgen.Generate(eventgen.Default())
-	whole, parts := openDB(t), openDB(t)
-	ingestInBatches(t, whole, envs, 50)
+	whole, envs := withDefaultExperiment(t, 50)
+	parts := openDB(t)
 	split := chunked(t, envs, 3, nil)
-	rng := rand.New(rand.NewPCG(14, 6))
-	rng.Shuffle(len(split), func(i, j int) { split[i], split[j] = split[j], split[i] })
+	shuffle(split, 14, 6)
 	ingestInBatches(t, parts, split, 17)
 
 	uids := podUIDs(envs)
@@ -55,13 +52,7 @@ func TestChunkedInventoryEqualsWhole(t *testing.T) {
 	if diff := cmp.Diff(want, timelinesWithoutEvents(timelines(t, parts, uids))); diff != "" {
 		t.Errorf("timelines differ (-whole +parts):\n%s", diff)
 	}
-	ended := 0
-	for _, tl := range want {
-		if tl.EndedReason != nil && *tl.EndedReason == "deleted_unobserved" {
-			ended++
-		}
-	}
-	if ended == 0 {
+	if endedUnobserved(want) == 0 {
 		t.Fatal("no pod ended by an inventory: the test shows nothing")
 	}
 	// A rebuild applies them the same way.

@@ -3,14 +3,12 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -24,16 +22,7 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	uid := func(i int) string { return fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i) }
 	mk := func(id string, when time.Time, pod *events.PodRef, payload any, kind events.Kind) *events.Envelope {
-		env := &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload}
-		b, err := events.Encode(env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := events.Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
+		return wire(t, &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload})
 	}
 	snap := func(i, s int) *events.Envelope {
 		created := at(0)
@@ -68,16 +57,10 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 	}
 	for seed := range uint64(6) {
 		order := append([]*events.Envelope{}, envs...)
-		rand.New(rand.NewPCG(seed, 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		shuffle(order, seed, 3)
 		db := openDB(t)
 		ingestInBatches(t, db, order, 1+int(seed%3))
-		got := timelines(t, db, uids)
-		for _, u := range uids {
-			want, _ := align.Build(u, envs, events.DefaultLabelKeys)
-			if diff := cmp.Diff(normalize(want), normalize(got[u])); diff != "" {
-				t.Errorf("order %d, pod %s: store and align disagree (-align +store):\n%s", seed, want.Pod.Name, diff)
-			}
-		}
+		checkAgainstAlign(t, fmt.Sprintf("order %d", seed), db, envs, uids)
 	}
 	// The cases are what the test says they are.
 	ended := func(i int) string {
@@ -107,18 +90,10 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 // rebuilds the listings from the stored inventories, and neither changes a timeline.
 func TestInventoriesKeptAcrossMigration10(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
-	envs := eventgen.Generate(eventgen.Default())
-	ingestInBatches(t, db, envs, 64)
+	db, envs := withDefaultExperiment(t, 64)
 	uids := podUIDs(envs)
 	before := timelines(t, db, uids)
-	unobserved := 0
-	for _, tl := range before {
-		if tl.EndedReason != nil && *tl.EndedReason == "deleted_unobserved" {
-			unobserved++
-		}
-	}
-	if unobserved == 0 {
+	if endedUnobserved(before) == 0 {
 		t.Fatal("eventgen's default experiment ended no pod unobserved: the test checks nothing")
 	}
 	if err := db.DownTo(ctx, 9); err != nil {

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/eventgen"
-	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 )
 
 // The SQL reads the end causes from align's list, written at every migration: the two cannot
@@ -20,11 +17,7 @@ import (
 func TestEndReasonsComeFromAlign(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	db, err := store.Open(ctx, url, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := pgtest.Open(t, url)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -63,12 +56,5 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	}
 	envs := eventgen.Generate(eventgen.Default())
 	ingestInBatches(t, db, envs, 500)
-	uids := podUIDs(envs)
-	got := timelines(t, db, uids)
-	for _, uid := range uids {
-		want, _ := align.Build(uid, envs, events.DefaultLabelKeys)
-		if diff := cmp.Diff(normalize(want), normalize(got[uid])); diff != "" {
-			t.Fatalf("pod %s after migrating again (-align +store):\n%s", uid, diff)
-		}
-	}
+	checkAgainstAlign(t, "after migrating again", db, envs, podUIDs(envs))
 }

@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -15,20 +13,6 @@ import (
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
-
-func openDBB(t testing.TB) *store.DB { return openDBTB(t) }
-
-func openDB(t *testing.T) *store.DB { return openDBTB(t) }
-
-func openDBTB(t testing.TB) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), pgtest.URL(t), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
-}
 
 // ingestInBatches stores envs in batches of the given size.
 func ingestInBatches(t *testing.T, db *store.DB, envs []*events.Envelope, size int) store.AppendResult {
@@ -75,21 +59,8 @@ func timelines(t *testing.T, db *store.DB, uids []string) map[string]align.Timel
 // align (a fold in Go over all events) must give the same timeline for every pod.
 func TestProjectionAgreesWithAlign(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	envs := eventgen.Generate(eventgen.Default())
-	ingestInBatches(t, db, envs, 37)
-
-	uids := podUIDs(envs)
-	got := timelines(t, db, uids)
-	for _, uid := range uids {
-		want, ok := align.Build(uid, envs, events.DefaultLabelKeys)
-		if !ok {
-			t.Fatalf("align found no events for %s", uid)
-		}
-		if diff := cmp.Diff(normalize(want), normalize(got[uid])); diff != "" {
-			t.Errorf("pod %s (%s): store and align disagree (-align +store):\n%s", uid, want.Pod.Name, diff)
-		}
-	}
+	db, envs := withDefaultExperiment(t, 37)
+	checkAgainstAlign(t, "in batches of 37", db, envs, podUIDs(envs))
 }
 
 // normalize re-encodes event data so that jsonb's key order and spacing do not count.
@@ -107,13 +78,10 @@ func normalize(tl align.Timeline) align.Timeline {
 // timelines and counts.
 func TestDuplicatedShuffledEventsGiveIdenticalProjections(t *testing.T) {
 	t.Parallel()
-	envs := eventgen.Generate(eventgen.Default())
-	inOrder, shuffled := openDB(t), openDB(t)
-	ingestInBatches(t, inOrder, envs, 100)
-
+	inOrder, envs := withDefaultExperiment(t, 100)
+	shuffled := openDB(t)
 	twice := append(slices.Clone(envs), envs...)
-	rng := rand.New(rand.NewPCG(1, 2))
-	rng.Shuffle(len(twice), func(i, j int) { twice[i], twice[j] = twice[j], twice[i] })
+	shuffle(twice, 1, 2)
 	res := ingestInBatches(t, shuffled, twice, 29)
 	if res.Inserted != len(envs) || res.Duplicates != len(envs) {
 		t.Errorf("inserted %d, duplicates %d; want %d each", res.Inserted, res.Duplicates, len(envs))
@@ -130,9 +98,7 @@ func TestDuplicatedShuffledEventsGiveIdenticalProjections(t *testing.T) {
 
 func TestRebuildEqualsLive(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	envs := eventgen.Generate(eventgen.Default())
-	ingestInBatches(t, db, envs, 50)
+	db, envs := withDefaultExperiment(t, 50)
 	uids := podUIDs(envs)
 	live, liveStats := timelines(t, db, uids), stats(t, db)
 
@@ -162,9 +128,7 @@ func stats(t *testing.T, db *store.DB) store.Stats {
 
 func TestStatsCountEventsByKind(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
-	envs := eventgen.Generate(eventgen.Default())
-	ingestInBatches(t, db, envs, 200)
+	db, envs := withDefaultExperiment(t, 200)
 	want := store.Stats{ByKind: map[string]int64{}, PodsTotal: int64(len(podUIDs(envs)))}
 	for _, e := range envs {
 		want.ByKind[string(e.Kind)]++
@@ -207,17 +171,9 @@ func TestIdleThresholdAppliesAtReadTime(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	envs := eventgen.Generate(eventgen.Default())
-	def, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer def.Close()
+	def := pgtest.Open(t, url)
 	ingestInBatches(t, def, envs, 100)
-	high, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler), store.WithIdleThreshold(95))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer high.Close()
+	high := pgtest.Open(t, url, store.WithIdleThreshold(95))
 	checked := 0
 	for _, uid := range podUIDs(envs) {
 		a, b := timelines(t, def, []string{uid})[uid], timelines(t, high, []string{uid})[uid]
@@ -247,12 +203,5 @@ func TestProjectionAgreesWithAlignOnBusyMix(t *testing.T) {
 	cfg.Runs, cfg.InventoryEvery, cfg.OversizedRuns = 8, 3, 2
 	envs := eventgen.Generate(cfg)
 	ingestInBatches(t, db, envs, 101)
-	uids := podUIDs(envs)
-	got := timelines(t, db, uids)
-	for _, uid := range uids {
-		want, _ := align.Build(uid, envs, events.DefaultLabelKeys)
-		if diff := cmp.Diff(normalize(want), normalize(got[uid])); diff != "" {
-			t.Errorf("pod %s (%s): store and align disagree (-align +store):\n%s", uid, want.Pod.Name, diff)
-		}
-	}
+	checkAgainstAlign(t, "busy mix", db, envs, podUIDs(envs))
 }
