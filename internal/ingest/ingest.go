@@ -246,27 +246,35 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// eachLine calls fn with every non-blank line and its number, collecting the errors fn returns
-// as LineErrors. It stops only on a read error, which it returns wrapped with the line number.
-func eachLine(r io.Reader, fn func(n int, line []byte) error) ([]LineError, error) {
+// parseLines converts every non-blank line of r with convert, all observed at o.Now() (taken
+// once, before reading), into Results with their 1-based line numbers; the errors convert
+// returns, and lines too long to read, become LineErrors. It stops only on a read error, which
+// it returns wrapped with the line number.
+func parseLines(r io.Reader, o *Options, convert func(line []byte, observed time.Time) (Result, error)) ([]Result, []LineError, error) {
+	observed := o.Now()
+	var out []Result
 	var rejected []LineError
 	lr := newLineReader(r)
 	for {
 		line, tooLong, err := lr.next()
 		if errors.Is(err, io.EOF) {
-			return rejected, nil
+			return out, rejected, nil
 		}
 		if err != nil {
-			return rejected, fmt.Errorf("read line %d: %w", lr.n+1, err)
+			return out, rejected, fmt.Errorf("read line %d: %w", lr.n+1, err)
 		}
 		switch {
 		case tooLong:
 			rejected = append(rejected, LineError{lr.n, fmt.Errorf("longer than %d bytes", maxLine)})
 		case len(bytes.TrimSpace(line)) == 0:
 		default:
-			if err := fn(lr.n, line); err != nil {
+			res, err := convert(line, observed)
+			if err != nil {
 				rejected = append(rejected, LineError{lr.n, err})
+				continue
 			}
+			res.Line = lr.n
+			out = append(out, res)
 		}
 	}
 }

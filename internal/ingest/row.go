@@ -55,22 +55,13 @@ func ParseNDJSON(r io.Reader, o Options) ([]*events.Envelope, []LineError, error
 }
 
 func parseNDJSON(r io.Reader, o *Options) ([]Result, []LineError, error) {
-	observed := o.Now()
-	var out []Result
-	rejected, err := eachLine(r, func(n int, line []byte) error {
+	return parseLines(r, o, func(line []byte, observed time.Time) (Result, error) {
 		row, err := decodeRow(line)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
-		res, err := rowEnvelope(row, o, observed)
-		if err != nil {
-			return err
-		}
-		res.Line = n
-		out = append(out, res)
-		return nil
+		return rowEnvelope(row, o, observed)
 	})
-	return out, rejected, err
 }
 
 // decodeRow reads one line strictly: one JSON object of Row's fields and nothing else. Times

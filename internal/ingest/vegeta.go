@@ -33,30 +33,26 @@ func ParseVegeta(r io.Reader, o Options) ([]*events.Envelope, []LineError, error
 }
 
 func parseVegeta(r io.Reader, o *Options) ([]Result, []LineError, error) {
-	observed := o.Now()
-	var out []Result
 	// vegeta.NewJSONDecoder reads one line per result but cannot say which line failed, and it
 	// answers io.EOF (the end of input, to its callers) for a blank line, a cut-off object and
 	// a last line without a newline; so lines are split here and each gets a decoder of its own.
-	rejected, err := eachLine(r, func(n int, line []byte) error {
+	return parseLines(r, o, func(line []byte, observed time.Time) (Result, error) {
 		var res vegeta.Result
 		in := append(bytes.TrimSpace(line), '\n')
 		if err := vegeta.NewJSONDecoder(bytes.NewReader(in)).Decode(&res); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				// easyjson reports a cut-off object as a bare EOF, which vegeta's own
 				// readers would take for the end of the input.
-				return errors.New("not a vegeta JSON result: the line ends inside the object (truncated?)")
+				return Result{}, errors.New("not a vegeta JSON result: the line ends inside the object (truncated?)")
 			}
-			return fmt.Errorf("not a vegeta JSON result: %w", err)
+			return Result{}, fmt.Errorf("not a vegeta JSON result: %w", err)
 		}
 		env, err := vegetaEnvelope(&res, o, observed)
 		if err != nil {
-			return err
+			return Result{}, err
 		}
-		out = append(out, Result{Line: n, Envelope: env, LegacyID: vegetaIDPrefix + vegetaHash(&res, nil)})
-		return nil
+		return Result{Envelope: env, LegacyID: vegetaIDPrefix + vegetaHash(&res, nil)}, nil
 	})
-	return out, rejected, err
 }
 
 // vegetaEnvelope validates one decoded result and builds its envelope.
