@@ -39,11 +39,7 @@ func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	t.Helper()
 	js := natstest.Start(t).Stream()
 	ctx := context.Background()
-	db, err := store.Open(ctx, pgtest.URL(t), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	db := pgtest.Open(t, pgtest.URL(t))
 	if withCorrelator {
 		cfg := correlator.DefaultConfig()
 		cfg.BatchWait = 20 * time.Millisecond
@@ -64,6 +60,21 @@ func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	return &pipeline{t: t, js: js, db: db, client: &importer.Client{BaseURL: hs.URL}}
+}
+
+// wire is env as the collector publishes it: encoded and decoded again, so that Raw is the
+// envelope's JSON.
+func wire(t testing.TB, env *events.Envelope) *events.Envelope {
+	t.Helper()
+	b, err := events.Encode(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := events.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func (p *pipeline) publish(ctx context.Context, envs []*events.Envelope) (importer.Published, error) {
@@ -91,17 +102,8 @@ func (p *pipeline) pods() {
 	var envs []*events.Envelope
 	for i, ip := range []string{"127.0.10.1", "127.0.10.2"} {
 		ref := &events.PodRef{Namespace: "infer", Name: fmt.Sprintf("llm-%d", i+1), UID: fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i+1)}
-		env := &events.Envelope{V: 1, ID: fmt.Sprintf("pod_status/%s/1", ref.UID), Kind: events.KindPodStatus, Cluster: "lab", Source: "collector",
-			OccurredAt: t0, ObservedAt: t0, Pod: ref, Payload: &events.PodStatus{Phase: "Running", PodIP: ip}}
-		b, err := events.Encode(env)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		d, err := events.Decode(b)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		envs = append(envs, d)
+		envs = append(envs, wire(p.t, &events.Envelope{V: 1, ID: fmt.Sprintf("pod_status/%s/1", ref.UID), Kind: events.KindPodStatus, Cluster: "lab", Source: "collector",
+			OccurredAt: t0, ObservedAt: t0, Pod: ref, Payload: &events.PodStatus{Phase: "Running", PodIP: ip}}))
 	}
 	if _, err := p.publish(context.Background(), envs); err != nil {
 		p.t.Fatal(err)
@@ -218,15 +220,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	for _, res := range parse(t, "lab")[:4] {
 		env := *res.Envelope
 		env.ID, env.Raw = res.LegacyID, nil
-		b, err := events.Encode(&env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := events.Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		old = append(old, d)
+		old = append(old, wire(t, &env))
 	}
 	if _, err := p.publish(context.Background(), old); err != nil {
 		t.Fatal(err)
@@ -262,12 +256,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	}
 	oldEnv := *mapped(1)[0].Envelope
 	oldEnv.ID, oldEnv.Raw = mapped(1)[0].LegacyID, nil
-	b, _ := events.Encode(&oldEnv)
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.publish(context.Background(), []*events.Envelope{d}); err != nil {
+	if _, err := p.publish(context.Background(), []*events.Envelope{wire(t, &oldEnv)}); err != nil {
 		t.Fatal(err)
 	}
 	for st, _ := p.db.Stats(context.Background()); st.ByKind["request"] != 9; st, _ = p.db.Stats(context.Background()) {
