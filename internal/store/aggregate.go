@@ -344,27 +344,6 @@ type interruptionEntry struct {
 	arms        []ArmInterruptions // nil: ErrNotFound
 }
 
-type interruptionCache struct {
-	mu      sync.Mutex
-	entries map[interruptionKey]interruptionEntry
-}
-
-func (c *interruptionCache) get(k interruptionKey) (interruptionEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	return e, ok
-}
-
-func (c *interruptionCache) put(k interruptionKey, e interruptionEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= runSliceMax {
-		c.entries = map[interruptionKey]interruptionEntry{}
-	}
-	c.entries[k] = e
-}
-
 // cachedInterruptions is runInterruptions inside tx, from the cache when the run's pod rows
 // did not change since it was computed.
 func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
@@ -455,23 +434,26 @@ func comparisonKey(in compare.Input, def []byte, runs map[string]*runSlice) (str
 // comparisonsMax is how many built comparisons are kept (each a few hundred kB at 300 runs).
 const comparisonsMax = 16
 
-type comparisonCache struct {
+// capped is a map for concurrent use that starts over when it holds max entries: the bound of
+// the interruption and comparison caches.
+type capped[K comparable, V any] struct {
+	max     int
 	mu      sync.Mutex
-	entries map[string]compare.Comparison
+	entries map[K]V
 }
 
-func (c *comparisonCache) get(k string) (compare.Comparison, bool) {
+func (c *capped[K, V]) get(k K) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
 	return e, ok
 }
 
-func (c *comparisonCache) put(k string, e compare.Comparison) {
+func (c *capped[K, V]) put(k K, e V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries == nil || len(c.entries) >= comparisonsMax {
-		c.entries = map[string]compare.Comparison{}
+	if c.entries == nil || len(c.entries) >= c.max {
+		c.entries = map[K]V{}
 	}
 	c.entries[k] = e
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/migrations"
 )
@@ -36,10 +37,10 @@ type DB struct {
 
 	statementTimeout time.Duration
 
-	runs          runCache          // what ComparisonInput read of each run, by fingerprint (aggregate.go)
-	interruptions interruptionCache // RunInterruptions by fingerprint (aggregate.go)
-	comparisons   comparisonCache   // Comparison by everything it read (aggregate.go)
-	direct        bool              // WithoutReadCache
+	runs          runCache                                   // what ComparisonInput read of each run, by fingerprint (aggregate.go)
+	interruptions capped[interruptionKey, interruptionEntry] // RunInterruptions by fingerprint (aggregate.go)
+	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (aggregate.go)
+	direct        bool                                       // WithoutReadCache
 }
 
 // Option configures a DB.
@@ -85,7 +86,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	db := &DB{logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold}
+	db := &DB{logger: logger, keys: events.DefaultLabelKeys, idle: align.IdleUtilThreshold,
+		interruptions: capped[interruptionKey, interruptionEntry]{max: runSliceMax},
+		comparisons:   capped[string, compare.Comparison]{max: comparisonsMax}}
 	for _, o := range opts {
 		o(db)
 	}
