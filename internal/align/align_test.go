@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // Pods of the hand-built sequences: x and its re-created namesake y, and the preemptor named
@@ -62,15 +63,7 @@ func envelope(t testing.TB, e ev) *events.Envelope {
 		pod := e.pod
 		env.Pod = &pod
 	}
-	b, err := events.Encode(env)
-	if err != nil {
-		t.Fatalf("encode %s: %v", e.id, err)
-	}
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatalf("decode %s: %v", e.id, err)
-	}
-	return d
+	return eventstest.RoundTrip(t, env)
 }
 
 func envelopes(t testing.TB, es []ev) []*events.Envelope {
