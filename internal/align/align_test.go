@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // Pods of the hand-built sequences: x and its re-created namesake y, and the preemptor named
@@ -23,6 +24,13 @@ const (
 var (
 	podX = events.PodRef{Namespace: "ai-lab", Name: "x", UID: uidX}
 	podY = events.PodRef{Namespace: "ai-lab", Name: "x", UID: uidY}
+)
+
+// xCreated is pod x's first snapshot: created at 04:32:00, seen live at 00.01; xScheduled is
+// the scheduler binding it to gpu-node-1 at 01.3.
+var (
+	xCreated   = ev{"x/1", podX, "04:32:00.010", "", pending("04:32:00")}
+	xScheduled = ev{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")}
 )
 
 // notReached is the censored list of a pod that never got scheduled.
@@ -62,15 +70,7 @@ func envelope(t testing.TB, e ev) *events.Envelope {
 		pod := e.pod
 		env.Pod = &pod
 	}
-	b, err := events.Encode(env)
-	if err != nil {
-		t.Fatalf("encode %s: %v", e.id, err)
-	}
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatalf("decode %s: %v", e.id, err)
-	}
-	return d
+	return eventstest.RoundTrip(t, env)
 }
 
 func envelopes(t testing.TB, es []ev) []*events.Envelope {
@@ -273,7 +273,6 @@ func runViewCases(t *testing.T, cases []viewCase) {
 }
 
 func TestBuildFailedScheduling(t *testing.T) {
-	created := ev{"x/1", podX, "04:32:00.010", "", pending("04:32:00")}
 	// Never scheduled; created is seen live at 00.01.
 	want := func(firstUnschedulable string, failed int, until string) view {
 		return view{
@@ -288,7 +287,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 		{
 			name: "one series with counts 1, 2, 3",
 			evs: []ev{
-				created,
+				xCreated,
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 				{"e1/2", podX, "04:32:01.5", "", failedScheduling("e1", 2)},
 				{"e1/3", podX, "04:32:03.5", "", failedScheduling("e1", 3)},
@@ -298,7 +297,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 		{
 			name: "counts 1 and 4 delivered, 2 and 3 missed",
 			evs: []ev{
-				created,
+				xCreated,
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 				{"e1/4", podX, "04:32:06", "", failedScheduling("e1", 4)},
 			},
@@ -307,7 +306,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 		{
 			name: "two series with counts 2 and 1",
 			evs: []ev{
-				created,
+				xCreated,
 				{"e1/2", podX, "04:32:02", "", failedScheduling("e1", 2)},
 				{"e2/1", podX, "04:32:01", "", failedScheduling("e2", 1)},
 			},
@@ -316,7 +315,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 		{
 			name: "no event uid and count 0: one per distinct envelope id",
 			evs: []ev{
-				created,
+				xCreated,
 				{"fs-a", podX, "04:32:01", "", failedScheduling("", 0)},
 				{"fs-b", podX, "04:32:02", "", failedScheduling("", 0)},
 				{"fs-b", podX, "04:32:02", "", failedScheduling("", 0)},
@@ -328,7 +327,7 @@ func TestBuildFailedScheduling(t *testing.T) {
 			evs: []ev{
 				{"e1/3", podX, "04:32:03.5", "", failedScheduling("e1", 3)},
 				{"e1/2", podX, "04:32:01.5", "", failedScheduling("e1", 2)},
-				created,
+				xCreated,
 				{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 			},
 			want: want("2026-11-30T04:32:00.05Z", 3, "2026-11-30T04:32:03.5Z"),
@@ -337,7 +336,6 @@ func TestBuildFailedScheduling(t *testing.T) {
 }
 
 func TestBuildScheduled(t *testing.T) {
-	created := ev{"x/1", podX, "04:32:00.010", "", pending("04:32:00")}
 	boundTo := func(node, ltt string) *events.PodStatus {
 		p := pending("04:32:00", cond("PodScheduled", "True", ltt))
 		p.NodeName = node
@@ -369,7 +367,7 @@ func TestBuildScheduled(t *testing.T) {
 		{
 			name: "the Scheduled event's µs time is preferred over the condition's second",
 			evs: []ev{
-				created,
+				xCreated,
 				{"sched", podX, "04:32:01.234567", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 				{"x/2", podX, "04:32:01.240", "gpu-node-4", boundTo("gpu-node-4", "04:32:01")},
 			},
@@ -378,7 +376,7 @@ func TestBuildScheduled(t *testing.T) {
 		{
 			name: "without the event the condition time is used",
 			evs: []ev{
-				created,
+				xCreated,
 				{"x/2", podX, "04:32:02.100", "gpu-node-2", boundTo("gpu-node-2", "04:32:02")},
 			},
 			want: want("gpu-node-2", "2026-11-30T04:32:00.01Z", "2026-11-30T04:32:02.1Z", "2.09s", "2026-11-30T04:32:02.105Z"),
@@ -439,7 +437,7 @@ func TestBuildScheduled(t *testing.T) {
 		{
 			name: "the node named by the event note wins over node_name",
 			evs: []ev{
-				created,
+				xCreated,
 				{"sched", podX, "04:32:01.5", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-4")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
@@ -448,7 +446,7 @@ func TestBuildScheduled(t *testing.T) {
 		{
 			name: "a note without a node falls back to the envelope's node",
 			evs: []ev{
-				created,
+				xCreated,
 				{"sched", podX, "04:32:01.5", "gpu-node-5", scheduledEvent("Bound")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
@@ -457,7 +455,7 @@ func TestBuildScheduled(t *testing.T) {
 		{
 			name: "a note without a node and no envelope node falls back to node_name",
 			evs: []ev{
-				created,
+				xCreated,
 				{"sched", podX, "04:32:01.5", "", scheduledEvent("Bound")},
 				{"x/2", podX, "04:32:01.6", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
@@ -469,8 +467,8 @@ func TestBuildScheduled(t *testing.T) {
 func TestBuildRunning(t *testing.T) {
 	// Created at 00, scheduled by the event at 01.3 (µs).
 	base := []ev{
-		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
-		{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
+		xCreated,
+		xScheduled,
 	}
 	runningAt := func(id, at, started string) ev {
 		return ev{id, podX, at, "gpu-node-1", running("04:32:00", "gpu-node-1", []events.ContainerStatus{container("model", 0, started)})}
@@ -526,8 +524,8 @@ func TestBuildReady(t *testing.T) {
 	}
 	// Created at 00, scheduled at 01.3, running from 02.
 	base := []ev{
-		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
-		{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
+		xCreated,
+		xScheduled,
 		readyAt("x/2", "04:32:02.5", "False", "04:32:02"),
 	}
 	want := func(running, ready, start, modelLoad, until string) view {
@@ -557,8 +555,8 @@ func TestBuildReady(t *testing.T) {
 		{
 			name: "Ready inside the second running (µs) falls in: ready is running",
 			evs: []ev{
-				{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
-				{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
+				xCreated,
+				xScheduled,
 				{"x/2", podX, "04:32:01.9", "gpu-node-1", running("04:32:00", "gpu-node-1",
 					[]events.ContainerStatus{container("model", 0, "04:32:01")}, cond("Ready", "True", "04:32:01"))},
 			},

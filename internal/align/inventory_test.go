@@ -22,13 +22,14 @@ func inScope(scope events.Scope) *events.PodStatus {
 	return p
 }
 
-func inventory(scope events.Scope, uids ...string) *events.Inventory {
-	return &events.Inventory{Scope: scope, PodUIDs: append([]string{}, uids...)}
+// inventory is envelope id: a list of scope, taken at at, that named uids.
+func inventory(id, at string, scope events.Scope, uids ...string) ev {
+	return ev{id, events.PodRef{}, at, "", &events.Inventory{Scope: scope, PodUIDs: append([]string{}, uids...)}}
 }
 
-// heartbeat says a watch of scope was live since then (the envelope's time is its end).
-func heartbeat(scope events.Scope, since string) *events.Heartbeat {
-	return &events.Heartbeat{Scope: scope, Since: tm(since)}
+// heartbeat is envelope id: a watch of scope was live from since until at.
+func heartbeat(id, at string, scope events.Scope, since string) ev {
+	return ev{id, events.PodRef{}, at, "", &events.Heartbeat{Scope: scope, Since: tm(since)}}
 }
 
 func TestBuildInventory(t *testing.T) {
@@ -78,89 +79,89 @@ func TestBuildInventory(t *testing.T) {
 	}{
 		{
 			name: "a list after the pod was last seen that does not name it ends it, bounded by the sighting",
-			evs:  []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
+			evs:  []ev{seen, inventory("inv/1", "04:40:00", labScope, uidY)},
 			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "the earliest such list bounds the end",
 			evs: []ev{seen,
-				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)},
-				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidY)}},
+				inventory("inv/2", "04:50:00", labScope),
+				inventory("inv/1", "04:40:00", labScope, uidY)},
 			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "a list that names the pod proves it alive until then",
 			evs: []ev{seen,
-				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope, uidX)},
-				{"inv/2", events.PodRef{}, "04:50:00", "", inventory(labScope)}},
+				inventory("inv/1", "04:40:00", labScope, uidX),
+				inventory("inv/2", "04:50:00", labScope)},
 			want: unobserved("2026-11-30T04:50:00Z", "2026-11-30T04:40:00Z"),
 		},
 		{
 			name: "a list that started before the pod was seen says nothing about it",
-			evs:  []ev{seen, {"inv/0", events.PodRef{}, "04:31:00", "", inventory(labScope)}},
+			evs:  []ev{seen, inventory("inv/0", "04:31:00", labScope)},
 			want: alive,
 		},
 		{
 			name: "a list of another scope says nothing about it",
-			evs:  []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(otherScope)}},
+			evs:  []ev{seen, inventory("inv/1", "04:40:00", otherScope)},
 			want: alive,
 		},
 		{
 			name: "the same scope named in another order is the same scope",
-			evs: []ev{seen, {"inv/1", events.PodRef{}, "04:40:00", "", inventory(events.Scope{
-				Namespaces: []string{"ai-lab", "ai-lab"}, Selector: labScope.Selector})}},
+			evs: []ev{seen, inventory("inv/1", "04:40:00", events.Scope{
+				Namespaces: []string{"ai-lab", "ai-lab"}, Selector: labScope.Selector})},
 			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "an observed deletion wins over an unobserved one",
 			evs: []ev{seen,
-				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
+				inventory("inv/1", "04:40:00", labScope),
 				deletion},
 			want: deleted,
 		},
 		{
 			name: "a heartbeat of a watch live since before the pod was last seen extends its observation",
 			evs: []ev{seen,
-				{"hb/1", events.PodRef{}, "04:33:00", "", heartbeat(labScope, "04:31:00")},
-				{"hb/2", events.PodRef{}, "04:35:00", "", heartbeat(labScope, "04:31:00")}},
+				heartbeat("hb/1", "04:33:00", labScope, "04:31:00"),
+				heartbeat("hb/2", "04:35:00", labScope, "04:31:00")},
 			want: aliveUntil("2026-11-30T04:35:00Z"),
 		},
 		{
 			name: "a watch that began after the pod was last known alive says nothing about it",
-			evs:  []ev{seen, {"hb/1", events.PodRef{}, "04:35:00", "", heartbeat(labScope, "04:34:00")}},
+			evs:  []ev{seen, heartbeat("hb/1", "04:35:00", labScope, "04:34:00")},
 			want: alive,
 		},
 		{
 			name: "a watch that began with a list naming the pod extends it",
 			evs: []ev{seen,
-				{"inv/1", events.PodRef{}, "04:34:00", "", inventory(labScope, uidX)},
-				{"hb/1", events.PodRef{}, "04:36:00", "", heartbeat(labScope, "04:34:00")}},
+				inventory("inv/1", "04:34:00", labScope, uidX),
+				heartbeat("hb/1", "04:36:00", labScope, "04:34:00")},
 			want: aliveUntil("2026-11-30T04:36:00Z"),
 		},
 		{
 			name: "a heartbeat of another scope says nothing about it",
-			evs:  []ev{seen, {"hb/1", events.PodRef{}, "04:35:00", "", heartbeat(otherScope, "04:31:00")}},
+			evs:  []ev{seen, heartbeat("hb/1", "04:35:00", otherScope, "04:31:00")},
 			want: alive,
 		},
 		{
 			name: "a heartbeat at or after the list that missed the pod does not extend it",
 			evs: []ev{seen,
-				{"hb/1", events.PodRef{}, "04:33:00", "", heartbeat(labScope, "04:31:00")},
-				{"hb/2", events.PodRef{}, "04:45:00", "", heartbeat(labScope, "04:31:00")},
-				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)}},
+				heartbeat("hb/1", "04:33:00", labScope, "04:31:00"),
+				heartbeat("hb/2", "04:45:00", labScope, "04:31:00"),
+				inventory("inv/1", "04:40:00", labScope)},
 			want: unobserved("2026-11-30T04:40:00Z", "2026-11-30T04:32:02.005Z"),
 		},
 		{
 			name: "a heartbeat does not extend a pod seen to end",
 			evs: []ev{seen,
-				{"hb/1", events.PodRef{}, "04:45:00", "", heartbeat(labScope, "04:31:00")},
+				heartbeat("hb/1", "04:45:00", labScope, "04:31:00"),
 				deletion},
 			want: deleted,
 		},
 		{
 			name: "a pod seen in no scope (a replayed file) is never ended by a list",
 			evs: []ev{{"x/1", podX, "04:32:02", "gpu-node-1", running("04:32:00", "gpu-node-1", nil)},
-				{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)}},
+				inventory("inv/1", "04:40:00", labScope)},
 			want: alive,
 		},
 	}
@@ -184,7 +185,7 @@ func TestBuildInventory(t *testing.T) {
 func TestBuildInventoryOtherCluster(t *testing.T) {
 	envs := envelopes(t, []ev{
 		{"x/1", podX, "04:32:02", "gpu-node-1", inScope(labScope)},
-		{"inv/1", events.PodRef{}, "04:40:00", "", inventory(labScope)},
+		inventory("inv/1", "04:40:00", labScope),
 	})
 	envs[1].Cluster = "prod"
 	tl, _ := align.Build(uidX, envs, events.DefaultLabelKeys)

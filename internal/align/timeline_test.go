@@ -147,7 +147,7 @@ func TestBuildEnded(t *testing.T) {
 
 func TestBuildNeverScheduled(t *testing.T) {
 	envs := envelopes(t, []ev{
-		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
+		xCreated,
 		{"e1/1", podX, "04:32:00.05", "", failedScheduling("e1", 1)},
 		{"x/2", podX, "04:32:00.06", "", pending("04:32:00", events.Condition{Type: "PodScheduled", Status: "False", Reason: "Unschedulable", LastTransitionTime: tp("04:32:00")})},
 		{"e1/2", podX, "04:32:05.05", "", failedScheduling("e1", 2)},
@@ -172,7 +172,7 @@ func TestBuildNeverScheduled(t *testing.T) {
 }
 
 func TestBuildUnknownPod(t *testing.T) {
-	envs := envelopes(t, []ev{{"x/1", podX, "04:32:00.010", "", pending("04:32:00")}})
+	envs := envelopes(t, []ev{xCreated})
 	if tl, ok := align.Build(uidY, envs, events.DefaultLabelKeys); ok {
 		t.Errorf("Build(%s) = %+v, true; want false for a pod no event is about", uidY, tl.Summary)
 	}
@@ -184,7 +184,7 @@ func TestBuildUnknownPod(t *testing.T) {
 
 func TestBuildRecreatedPod(t *testing.T) {
 	envs := envelopes(t, []ev{
-		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
+		xCreated,
 		{"sched-x", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
 		{"x/2", podX, "04:32:02.5", "gpu-node-1", running("04:32:00", "gpu-node-1", []events.ContainerStatus{container("model", 4, "04:32:02")})},
 		{"x/3", podX, "04:33:00", "gpu-node-1", func() *events.PodStatus {
@@ -253,8 +253,8 @@ func TestBuildRequests(t *testing.T) {
 	// Created at 00 (seen live at 00.01), scheduled at 01.3, running from 02, ready from 07
 	// (seen live at 07.2).
 	base := []ev{
-		{"x/1", podX, "04:32:00.010", "", pending("04:32:00")},
-		{"sched", podX, "04:32:01.3", "", scheduledEvent("Successfully assigned ai-lab/x to gpu-node-1")},
+		xCreated,
+		xScheduled,
 		{"x/2", podX, "04:32:07.2", "gpu-node-1", running("04:32:00", "gpu-node-1",
 			[]events.ContainerStatus{container("model", 0, "04:32:02")}, cond("Ready", "True", "04:32:07"))},
 	}

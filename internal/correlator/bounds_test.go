@@ -1,14 +1,10 @@
 package correlator_test
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -34,11 +30,7 @@ func TestOutOfBoundsEnvelopesAreDeadLettered(t *testing.T) {
 			"invalid envelope: data.repeats: larger than 2147483647"},
 	}
 	for i, b := range bad {
-		msg := &nats.Msg{Subject: "schedlens.v1.lab.experiment", Data: []byte(b.body), Header: nats.Header{}}
-		msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("bounds-%d", i))
-		if _, err := e.js.PublishMsg(context.Background(), msg); err != nil {
-			t.Fatalf("publish %s: %v", b.name, err)
-		}
+		e.publishRaw("schedlens.v1.lab.experiment", fmt.Sprintf("bounds-%d", i), b.body)
 	}
 	valid, err := events.Decode([]byte(fmt.Sprintf(good, "exp-ok", "2026-11-30T04:20:00Z", "priority", 3)))
 	if err != nil {
@@ -52,11 +44,7 @@ func TestOutOfBoundsEnvelopesAreDeadLettered(t *testing.T) {
 	if st := e.stats(); st.EventsTotal != 1 || st.DeadLettersTotal != int64(len(bad)) {
 		t.Fatalf("events %d, dead letters %d; want 1 and %d", st.EventsTotal, st.DeadLettersTotal, len(bad))
 	}
-	dls, err := e.db.DeadLetters(context.Background(), 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(dls, func(i, j int) bool { return dls[i].StreamSeq < dls[j].StreamSeq })
+	dls := e.deadLetters(10)
 	for i, b := range bad {
 		if !strings.HasPrefix(dls[i].Error, b.wantErr) {
 			t.Errorf("%s: dead letter error %q, want it to start with %q", b.name, dls[i].Error, b.wantErr)

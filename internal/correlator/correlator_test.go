@@ -54,6 +54,28 @@ func (e *env) publish(envs []*events.Envelope) {
 	}
 }
 
+// publishRaw publishes body as it is on subject, with msgID for JetStream's deduplication: a
+// message the collector would never send.
+func (e *env) publishRaw(subject, msgID, body string) {
+	e.t.Helper()
+	msg := &nats.Msg{Subject: subject, Data: []byte(body), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	if _, err := e.js.PublishMsg(context.Background(), msg); err != nil {
+		e.t.Fatalf("publish %s: %v", msgID, err)
+	}
+}
+
+// deadLetters returns the stored dead letters, at most limit, in stream order.
+func (e *env) deadLetters(limit int) []store.StoredDeadLetter {
+	e.t.Helper()
+	dls, err := e.db.DeadLetters(context.Background(), limit)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sort.Slice(dls, func(i, j int) bool { return dls[i].StreamSeq < dls[j].StreamSeq })
+	return dls
+}
+
 // start runs a correlator until the test ends; it returns Run's result channel.
 func (e *env) start(cfg correlator.Config, reg prometheus.Registerer) (context.CancelFunc, <-chan error) {
 	e.t.Helper()
@@ -149,11 +171,7 @@ func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 	// Poison first, in the middle and last: the pipeline must keep going around it.
 	e.publish(envs[:len(envs)/2])
 	for i, p := range poison {
-		msg := &nats.Msg{Subject: p.subject, Data: []byte(p.body), Header: nats.Header{}}
-		msg.Header.Set(jetstream.MsgIDHeader, "poison-"+string(rune('a'+i)))
-		if _, err := e.js.PublishMsg(context.Background(), msg); err != nil {
-			t.Fatalf("publish poison %s: %v", p.name, err)
-		}
+		e.publishRaw(p.subject, "poison-"+string(rune('a'+i)), p.body)
 	}
 	e.publish(envs[len(envs)/2:])
 
@@ -165,11 +183,7 @@ func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 	if st.EventsTotal != int64(len(envs)) || st.DeadLettersTotal != int64(len(poison)) {
 		t.Fatalf("events %d, dead letters %d; want %d and %d", st.EventsTotal, st.DeadLettersTotal, len(envs), len(poison))
 	}
-	dls, err := e.db.DeadLetters(context.Background(), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(dls, func(i, j int) bool { return dls[i].StreamSeq < dls[j].StreamSeq })
+	dls := e.deadLetters(100)
 	for i, p := range poison {
 		if !strings.Contains(dls[i].Error, p.wantErr) || dls[i].Subject != p.subject {
 			t.Errorf("%s: dead letter %q on %s, want error containing %q on %s", p.name, dls[i].Error, dls[i].Subject, p.wantErr, p.subject)

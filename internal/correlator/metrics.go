@@ -31,56 +31,57 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	r := &registrar{reg: reg}
 	m := &metrics{
-		stored: prometheus.NewCounterVec(prometheus.CounterOpts{
+		stored: register(r, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "schedlens_correlator_events_stored_total", Help: "Events newly stored, by kind.",
-		}, []string{"kind"}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_correlator_duplicates_total", Help: "Delivered events already stored (redeliveries, republished ids).",
-		}),
-		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_correlator_dead_letters_total", Help: "Messages dead-lettered as malformed or invalid.",
-		}),
-		batchFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_correlator_batch_failures_total", Help: "Batches that failed transiently and were left for redelivery.",
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "schedlens_correlator_batch_size", Help: "Messages per stored batch.",
-			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
-		}),
-		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "schedlens_correlator_batch_duration_seconds", Help: "Time to decode, store, commit and ack one batch.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 10),
-		}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_consumer_pending", Help: "Messages in the stream not yet delivered to the consumer.",
-		}),
-		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_consumer_ack_pending", Help: "Messages delivered and not yet acknowledged.",
-		}),
-		streamBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_stream_bytes", Help: "Bytes the SCHEDLENS stream holds.",
-		}),
-		streamMaxBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_stream_max_bytes", Help: "The SCHEDLENS stream's byte limit (-1: none).",
-		}),
-		streamMessages: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_stream_messages", Help: "Messages the SCHEDLENS stream holds.",
-		}),
-		unconsumedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "schedlens_correlator_stream_unconsumed_bytes", Help: "Bytes of the SCHEDLENS stream not yet acknowledged by the consumer (pending and ack-pending messages at the stream's mean message size).",
-		}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "schedlens_correlator_stream_lost_total", Help: "Messages the stream discarded (byte or age limit) before the consumer was delivered them.",
-		}),
+		}, []string{"kind"})),
+		duplicates:    r.counter("schedlens_correlator_duplicates_total", "Delivered events already stored (redeliveries, republished ids)."),
+		deadLetters:   r.counter("schedlens_correlator_dead_letters_total", "Messages dead-lettered as malformed or invalid."),
+		batchFailures: r.counter("schedlens_correlator_batch_failures_total", "Batches that failed transiently and were left for redelivery."),
+		batchSize: r.histogram("schedlens_correlator_batch_size", "Messages per stored batch.",
+			prometheus.ExponentialBuckets(1, 4, 8)),
+		batchSeconds: r.histogram("schedlens_correlator_batch_duration_seconds", "Time to decode, store, commit and ack one batch.",
+			prometheus.ExponentialBuckets(0.001, 2.5, 10)),
+		pending:         r.gauge("schedlens_correlator_consumer_pending", "Messages in the stream not yet delivered to the consumer."),
+		ackPending:      r.gauge("schedlens_correlator_consumer_ack_pending", "Messages delivered and not yet acknowledged."),
+		streamBytes:     r.gauge("schedlens_correlator_stream_bytes", "Bytes the SCHEDLENS stream holds."),
+		streamMaxBytes:  r.gauge("schedlens_correlator_stream_max_bytes", "The SCHEDLENS stream's byte limit (-1: none)."),
+		streamMessages:  r.gauge("schedlens_correlator_stream_messages", "Messages the SCHEDLENS stream holds."),
+		unconsumedBytes: r.gauge("schedlens_correlator_stream_unconsumed_bytes", "Bytes of the SCHEDLENS stream not yet acknowledged by the consumer (pending and ack-pending messages at the stream's mean message size)."),
+		lost:            r.counter("schedlens_correlator_stream_lost_total", "Messages the stream discarded (byte or age limit) before the consumer was delivered them."),
 	}
-	for _, c := range []prometheus.Collector{m.stored, m.duplicates, m.deadLetters, m.batchFailures, m.batchSize, m.batchSeconds, m.pending, m.ackPending,
-		m.streamBytes, m.streamMaxBytes, m.streamMessages, m.unconsumedBytes, m.lost} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if r.err != nil {
+		return nil, r.err
 	}
 	return m, nil
+}
+
+// registrar registers each metric as it is built, in the order built, and keeps the first
+// error and registers nothing after it: New returns a registration error where promauto would
+// panic.
+type registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+func register[C prometheus.Collector](r *registrar, c C) C {
+	if r.err == nil {
+		r.err = r.reg.Register(c)
+	}
+	return c
+}
+
+func (r *registrar) counter(name, help string) prometheus.Counter {
+	return register(r, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+func (r *registrar) gauge(name, help string) prometheus.Gauge {
+	return register(r, prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help}))
+}
+
+func (r *registrar) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return register(r, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
 }
 
 func (m *metrics) observe(res store.AppendResult, n int, took time.Duration) {

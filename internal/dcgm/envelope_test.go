@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // podUIDs is a fake pod cache: "namespace/name" → UID.
@@ -166,14 +167,7 @@ func TestEnvelopesRoundTrip(t *testing.T) {
 		t.Fatalf("%d envelopes for %d samples", len(envs), len(samples))
 	}
 	for _, env := range envs {
-		b, err := events.Encode(env)
-		if err != nil {
-			t.Fatalf("%s: encode: %v", env.ID, err)
-		}
-		got, err := events.Decode(b)
-		if err != nil {
-			t.Fatalf("%s: decode: %v\n%s", env.ID, err, b)
-		}
+		got := eventstest.RoundTrip(t, env)
 		if diff := cmp.Diff(env, got, cmpopts.IgnoreFields(events.Envelope{}, "Raw")); diff != "" {
 			t.Errorf("%s: decoded envelope (-built +decoded):\n%s", env.ID, diff)
 		}
@@ -271,13 +265,7 @@ func TestEnvelopesEdgeCases(t *testing.T) {
 			if diff := cmp.Diff(tt.wantPod, env.Pod); diff != "" {
 				t.Errorf("pod (-want +got):\n%s", diff)
 			}
-			b, err := events.Encode(env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := events.Decode(b); err != nil {
-				t.Errorf("decode: %v", err)
-			}
+			eventstest.RoundTrip(t, env)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // FuzzParse: any text either fails to parse or gives, the same way twice, samples that name a
@@ -58,14 +59,7 @@ func FuzzParse(f *testing.F) {
 		}
 		ids := map[string]bool{}
 		for _, env := range envs {
-			b, err := events.Encode(env)
-			if err != nil {
-				t.Fatalf("encode %s: %v", env.ID, err)
-			}
-			got, err := events.Decode(b)
-			if err != nil {
-				t.Fatalf("an envelope Envelopes returned is invalid: %v\n%s", err, b)
-			}
+			got := eventstest.RoundTrip(t, env)
 			if diff := cmp.Diff(env, got, cmpopts.IgnoreFields(events.Envelope{}, "Raw")); diff != "" {
 				t.Fatalf("%s: decoded envelope (-built +decoded):\n%s", env.ID, diff)
 			}

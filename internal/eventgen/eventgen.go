@@ -328,23 +328,24 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 		load += g.ms(3000, 6000)
 	}
 	ready := running.Add(load)
-	conds := func(readyStatus string, readyAt time.Time) []events.Condition {
-		return []events.Condition{
-			cond("PodScheduled", "True", scheduled), cond("Initialized", "True", scheduled),
-			cond("ContainersReady", readyStatus, readyAt), cond("Ready", readyStatus, readyAt),
+	// serving fills in a snapshot of the running pod: Ready (or not) since since, its model
+	// container started at started after restarts restarts.
+	serving := func(ready bool, since time.Time, restarts int, started time.Time) func(*events.PodStatus) {
+		status := "False"
+		if ready {
+			status = "True"
+		}
+		return func(s *events.PodStatus) {
+			s.PodIP, s.HostIP = p.ip, "127.0.0.1"
+			s.Conditions = []events.Condition{
+				cond("PodScheduled", "True", scheduled), cond("Initialized", "True", scheduled),
+				cond("ContainersReady", status, since), cond("Ready", status, since),
+			}
+			s.Containers = []events.ContainerStatus{{Name: "model", Ready: ready, RestartCount: restarts, State: "running", StartedAt: sec(started)}}
 		}
 	}
-	container := func(ready bool, restarts int, started time.Time) []events.ContainerStatus {
-		return []events.ContainerStatus{{Name: "model", Ready: ready, RestartCount: restarts, State: "running", StartedAt: sec(started)}}
-	}
-	g.snapshot(p, running.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
-		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
-		s.Conditions, s.Containers = conds("False", running), container(false, 0, running)
-	})
-	g.snapshot(p, ready.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
-		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
-		s.Conditions, s.Containers = conds("True", ready), container(true, 0, running)
-	})
+	g.snapshot(p, running.Add(g.ms(5, 50)), events.PhaseRunning, serving(false, running, 0, running))
+	g.snapshot(p, ready.Add(g.ms(5, 50)), events.PhaseRunning, serving(true, ready, 0, running))
 
 	// Probe requests from Running onward: 503 until Ready, then mostly successes.
 	end := ready.Add(20 * time.Second)
@@ -367,21 +368,14 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	if g.rng.IntN(5) == 0 {
 		down := ready.Add(g.ms(5000, 9000))
 		back := down.Add(g.ms(3000, 6000))
-		g.snapshot(p, down.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
-			s.PodIP, s.HostIP = p.ip, "127.0.0.1"
-			s.Conditions, s.Containers = conds("False", down), container(false, 1, down)
-		})
-		g.snapshot(p, back.Add(g.ms(5, 50)), events.PhaseRunning, func(s *events.PodStatus) {
-			s.PodIP, s.HostIP = p.ip, "127.0.0.1"
-			s.Conditions, s.Containers = conds("True", back), container(true, 1, down)
-		})
+		g.snapshot(p, down.Add(g.ms(5, 50)), events.PhaseRunning, serving(false, down, 1, down))
+		g.snapshot(p, back.Add(g.ms(5, 50)), events.PhaseRunning, serving(true, back, 1, down))
 	}
 
 	// The run ends: the pod is deleted.
 	gone := end.Add(g.ms(1000, 3000))
 	g.snapshot(p, gone, events.PhaseRunning, func(s *events.PodStatus) {
-		s.PodIP, s.HostIP = p.ip, "127.0.0.1"
-		s.Conditions, s.Containers = conds("True", ready), container(true, 0, running)
+		serving(true, ready, 0, running)(s)
 		s.DeletionTimestamp, s.Deleted = sec(gone), true
 	})
 }

@@ -60,6 +60,19 @@ var (
 // ignoreBytes leaves Data and Raw out of envelope comparisons; tests check them on their own.
 var ignoreBytes = cmpopts.IgnoreFields(events.Envelope{}, "Data", "Raw")
 
+// scheduledData is the data of scheduledJSON.
+func scheduledData() *events.K8sEvent {
+	return &events.K8sEvent{
+		Reason:              events.ReasonScheduled,
+		Type:                "Normal",
+		Note:                "Successfully assigned ai-lab/day20-control-1 to gpu-node-1",
+		ReportingController: "default-scheduler",
+		Action:              "Binding",
+		EventUID:            "3c5b1c7e-8f0a-4f7e-9a55-2b1f0d0c9e11",
+		Count:               1,
+	}
+}
+
 // validCase is a fixture message and the envelope it decodes to.
 type validCase struct {
 	name string
@@ -78,15 +91,7 @@ func validCases() []validCase {
 				Cluster: "lab", Source: "collector/lab-0",
 				OccurredAt: at("2026-11-30T04:32:22.205208Z"), ObservedAt: at("2026-11-30T04:32:22.231977Z"),
 				Pod: control1, Node: "gpu-node-1",
-				Payload: &events.K8sEvent{
-					Reason:              events.ReasonScheduled,
-					Type:                "Normal",
-					Note:                "Successfully assigned ai-lab/day20-control-1 to gpu-node-1",
-					ReportingController: "default-scheduler",
-					Action:              "Binding",
-					EventUID:            "3c5b1c7e-8f0a-4f7e-9a55-2b1f0d0c9e11",
-					Count:               1,
-				},
+				Payload: scheduledData(),
 			},
 		},
 		{
@@ -477,16 +482,7 @@ func TestDecodeInvalid(t *testing.T) {
 			if env != nil {
 				t.Errorf("Decode returned an envelope with error %v", err)
 			}
-			if !errors.Is(err, events.ErrInvalid) {
-				t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
-			}
-			var ve *events.ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("error %T %v is not a *ValidationError", err, err)
-			}
-			if ve.Field != tt.field {
-				t.Errorf("Field = %q, want %q (error: %v)", ve.Field, tt.field, err)
-			}
+			ve := invalidAt(t, err, tt.field)
 			if ve.Reason == "" {
 				t.Errorf("empty Reason (error: %v)", err)
 			}
@@ -495,6 +491,22 @@ func TestDecodeInvalid(t *testing.T) {
 			}
 		})
 	}
+}
+
+// invalidAt checks that err is ErrInvalid, as a *ValidationError at field, and returns it.
+func invalidAt(t *testing.T, err error, field string) *events.ValidationError {
+	t.Helper()
+	if !errors.Is(err, events.ErrInvalid) {
+		t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
+	}
+	var ve *events.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %T %v is not a *ValidationError", err, err)
+	}
+	if ve.Field != field {
+		t.Errorf("Field = %q, want %q (error: %v)", ve.Field, field, err)
+	}
+	return ve
 }
 
 // Edge cases that look suspicious but are valid.
@@ -564,16 +576,7 @@ func TestDecodeKeepsUnknownFields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
-	want := &events.K8sEvent{
-		Reason:              "Scheduled",
-		Type:                "Normal",
-		Note:                "Successfully assigned ai-lab/day20-control-1 to gpu-node-1",
-		ReportingController: "default-scheduler",
-		Action:              "Binding",
-		EventUID:            "3c5b1c7e-8f0a-4f7e-9a55-2b1f0d0c9e11",
-		Count:               1,
-	}
-	if diff := cmp.Diff(want, env.Payload); diff != "" {
+	if diff := cmp.Diff(scheduledData(), env.Payload); diff != "" {
 		t.Errorf("Payload mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(control1, env.Pod); diff != "" {

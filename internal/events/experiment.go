@@ -118,15 +118,7 @@ func (w *Workload) UnmarshalJSON(b []byte) error {
 		w.Text = s
 		return nil
 	}
-	type plain Workload
-	var p plain
-	extra, err := lenient(b, &p)
-	if err != nil {
-		return fmt.Errorf("fixed: %w", err)
-	}
-	*w = Workload(p)
-	w.Extra = extra
-	return nil
+	return lenient(b, w, &w.Extra, "fixed")
 }
 
 // MarshalJSON writes the workload as it came: an object, or the prose string.
@@ -141,28 +133,23 @@ func (w Workload) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the request leniently; a port may be a number or a numeric string.
 func (r *FixedRequest) UnmarshalJSON(b []byte) error {
 	*r = FixedRequest{}
-	type plain FixedRequest
-	var p plain
-	extra, err := lenient(b, &p)
-	if err != nil {
-		return fmt.Errorf("request: %w", err)
+	if err := lenient(b, r, &r.Extra, "request"); err != nil {
+		return err
 	}
-	if raw, ok := extra["port"]; ok {
+	if raw, ok := r.Extra["port"]; ok {
 		if s, ok := asString(raw); ok {
 			if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && validPort(n) {
-				p.Port = n
-				delete(extra, "port")
+				r.Port = n
+				delete(r.Extra, "port")
 			}
 		}
-	} else if p.Port != 0 && !validPort(p.Port) {
+	} else if r.Port != 0 && !validPort(r.Port) {
 		// A number that is no port does not fit the field either: kept as it came.
-		extra = keep(extra, "port", json.RawMessage(strconv.Itoa(p.Port)))
-		p.Port = 0
-	} else if p.Port == 0 && hasKey(b, "port") {
-		extra = keep(extra, "port", json.RawMessage("0"))
+		r.Extra = keep(r.Extra, "port", json.RawMessage(strconv.Itoa(r.Port)))
+		r.Port = 0
+	} else if r.Port == 0 && hasKey(b, "port") {
+		r.Extra = keep(r.Extra, "port", json.RawMessage("0"))
 	}
-	*r = FixedRequest(p)
-	r.Extra = extra
 	return nil
 }
 
@@ -212,15 +199,7 @@ func (a *ArmSpec) UnmarshalJSON(b []byte) error {
 		a.Name, a.Bare = s, true
 		return nil
 	}
-	type plain ArmSpec
-	var p plain
-	extra, err := lenient(b, &p)
-	if err != nil {
-		return fmt.Errorf("arm: %w", err)
-	}
-	*a = ArmSpec(p)
-	a.Extra = extra
-	return nil
+	return lenient(b, a, &a.Extra, "arm")
 }
 
 // MarshalJSON writes the arm as it came.
@@ -278,33 +257,35 @@ func asString(b []byte) (string, bool) {
 	return s, json.Unmarshal(b, &s) == nil
 }
 
-// lenient fills the struct dst points to from a JSON object field by field; a value that does
-// not fit its field is returned with the keys dst does not declare.
-func lenient(b []byte, dst any) (map[string]json.RawMessage, error) {
+// lenient fills the struct dst points to from a JSON object field by field (so dst's own
+// UnmarshalJSON is not called again); a value that does not fit its field is kept in *extra with
+// the keys dst does not declare. An error, prefixed with what, leaves dst as it was.
+func lenient(b []byte, dst any, extra *map[string]json.RawMessage, what string) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, fmt.Errorf("want an object or a string")
+		return fmt.Errorf("%s: want an object or a string", what)
 	}
 	v := reflect.ValueOf(dst).Elem()
 	names := jsonNames(v.Type())
-	extra := map[string]json.RawMessage{}
+	kept := map[string]json.RawMessage{}
 	for key, raw := range fields {
 		i, ok := names[key]
 		if !ok {
-			extra[key] = canonical(raw)
+			kept[key] = canonical(raw)
 			continue
 		}
 		if json.Unmarshal(raw, v.Field(i).Addr().Interface()) != nil {
 			// Kept as it came; the field stays empty (a failed decode may have half-filled it,
 			// and would then be written back in place of the value).
 			v.Field(i).SetZero()
-			extra[key] = canonical(raw)
+			kept[key] = canonical(raw)
 		}
 	}
-	if len(extra) == 0 {
-		extra = nil
+	if len(kept) == 0 {
+		kept = nil
 	}
-	return extra, nil
+	*extra = kept
+	return nil
 }
 
 // unknownKeys returns the keys of object b that type t does not declare.

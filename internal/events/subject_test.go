@@ -1,7 +1,6 @@
 package events_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -139,16 +138,7 @@ func TestCheckSubject(t *testing.T) {
 			if err == nil {
 				t.Fatalf("CheckSubject(%q) = nil, want an error", tt.subject)
 			}
-			if !errors.Is(err, events.ErrInvalid) {
-				t.Errorf("errors.Is(%v, ErrInvalid) = false", err)
-			}
-			var ve *events.ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("error %T %v is not a *ValidationError", err, err)
-			}
-			if ve.Field != tt.field {
-				t.Errorf("Field = %q, want %q (error: %v)", ve.Field, tt.field, err)
-			}
+			invalidAt(t, err, tt.field)
 			if !strings.Contains(err.Error(), tt.subject) {
 				t.Errorf("error %q does not name the subject %q", err, tt.subject)
 			}

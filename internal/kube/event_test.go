@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,18 +38,38 @@ func TestEventEnvelope(t *testing.T) {
 	obs := observed.Format(time.RFC3339Nano)
 	priorityNote := "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims"
 	oversizedNote := "0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
-	oversizedScheduling := &events.SchedulingFailure{
-		Total:   6,
-		Reasons: []events.ReasonCount{{Reason: "Insufficient nvidia.com/gpu", Nodes: 6}},
-		Preemption: &events.PreemptionAttempt{
-			Outcome: "not_helpful",
-			Reasons: []events.ReasonCount{{Reason: "Preemption is not helpful for scheduling", Nodes: 6}},
-			Note:    "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
-		},
+	// oversizedFailed is the oversized pod's FailedScheduling event, its count-th occurrence at at.
+	oversizedFailed := func(count int, at string) eventCase {
+		return eventCase{
+			head: head{
+				ID: "k8s_event/c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4/" + strconv.Itoa(count), Kind: "k8s_event",
+				Pod:        pod("day20-oversized-1", "448e7f19-ce23-45d7-88f7-62be84ed6b52"),
+				OccurredAt: at, ObservedAt: obs,
+			},
+			data: &events.K8sEvent{
+				Reason: "FailedScheduling", Type: "Warning", Note: oversizedNote,
+				ReportingController: "default-scheduler", Action: "Scheduling",
+				EventUID: "c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4", Count: count,
+				Scheduling: &events.SchedulingFailure{
+					Total: 6, Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 6)}, Preemption: notHelpful(6),
+				},
+			},
+		}
 	}
-	victim := pod("day20-background-5", "e7ec26c1-98f6-4bc1-9426-b372d3295dd8")
-	oversized := pod("day20-oversized-1", "448e7f19-ce23-45d7-88f7-62be84ed6b52")
-	preemptedNote := "Preempted by pod 6ee92199-b806-4aed-80ba-6687a24a01b2 on node gpu-node-3"
+	// preempted is the victim's Preempted event; related is the preemptor where the event names it.
+	preempted := func(eventUID string, related *events.PodRef) eventCase {
+		return eventCase{
+			head: head{
+				ID: "k8s_event/" + eventUID + "/1", Kind: "k8s_event", Pod: pod("day20-background-5", "e7ec26c1-98f6-4bc1-9426-b372d3295dd8"),
+				Node: "gpu-node-3", OccurredAt: "2026-11-30T04:32:22.52671Z", ObservedAt: obs,
+			},
+			data: &events.K8sEvent{
+				Reason: "Preempted", Type: "Normal", Note: "Preempted by pod 6ee92199-b806-4aed-80ba-6687a24a01b2 on node gpu-node-3",
+				ReportingController: "default-scheduler", Action: "Preempting",
+				EventUID: eventUID, Count: 1, Related: related,
+			},
+		}
+	}
 
 	// In the order of events.watch.jsonl, then events.derived.jsonl.
 	want := []eventCase{
@@ -77,51 +98,19 @@ func TestEventEnvelope(t *testing.T) {
 				Scheduling: &events.SchedulingFailure{
 					Total: 6,
 					Reasons: []events.ReasonCount{
-						{Reason: "Insufficient nvidia.com/gpu", Nodes: 1},
-						{Reason: "node(s) didn't match Pod's node affinity/selector", Nodes: 5},
+						reason("Insufficient nvidia.com/gpu", 1),
+						reason("node(s) didn't match Pod's node affinity/selector", 5),
 					},
-					Preemption: &events.PreemptionAttempt{
-						Outcome: "victims_found", Node: "gpu-node-3", Victims: 1,
-						Note: "preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims",
-					},
+					Preemption: victimsFound("gpu-node-3"),
 				},
 			},
 		},
-		{ // The victim: the node it was preempted on comes from the note; related is empty.
-			head: head{
-				ID: "k8s_event/f3a1c18a-3fa0-48b4-ac96-c6fd0fb38935/1", Kind: "k8s_event", Pod: victim, Node: "gpu-node-3",
-				OccurredAt: "2026-11-30T04:32:22.52671Z", ObservedAt: obs,
-			},
-			data: &events.K8sEvent{
-				Reason: "Preempted", Type: "Normal", Note: preemptedNote,
-				ReportingController: "default-scheduler", Action: "Preempting",
-				EventUID: "f3a1c18a-3fa0-48b4-ac96-c6fd0fb38935", Count: 1,
-			},
-		},
+		// The victim: the node it was preempted on comes from the note; related is empty.
+		preempted("f3a1c18a-3fa0-48b4-ac96-c6fd0fb38935", nil),
 		scheduled("65493100-e9e9-450a-9d1c-a3d0e454cf03", "2026-11-30T04:32:23.538873Z", "day20-priority-1", "6ee92199-b806-4aed-80ba-6687a24a01b2", "gpu-node-3"),
-		{
-			head: head{
-				ID: "k8s_event/c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4/1", Kind: "k8s_event", Pod: oversized,
-				OccurredAt: "2026-11-30T04:32:23.58492Z", ObservedAt: obs,
-			},
-			data: &events.K8sEvent{
-				Reason: "FailedScheduling", Type: "Warning", Note: oversizedNote,
-				ReportingController: "default-scheduler", Action: "Scheduling",
-				EventUID: "c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4", Count: 1, Scheduling: oversizedScheduling,
-			},
-		},
+		oversizedFailed(1, "2026-11-30T04:32:23.58492Z"),
 		// Derived: the same event repeated, series count 3: a new occurrence at lastObservedTime.
-		{
-			head: head{
-				ID: "k8s_event/c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4/3", Kind: "k8s_event", Pod: oversized,
-				OccurredAt: "2026-11-30T04:32:53.601234Z", ObservedAt: obs,
-			},
-			data: &events.K8sEvent{
-				Reason: "FailedScheduling", Type: "Warning", Note: oversizedNote,
-				ReportingController: "default-scheduler", Action: "Scheduling",
-				EventUID: "c528e4f7-d3a4-4f62-a2f0-05fe23a0b9e4", Count: 3, Scheduling: oversizedScheduling,
-			},
-		},
+		oversizedFailed(3, "2026-11-30T04:32:53.601234Z"),
 		// Derived: an event about a node.
 		{
 			head: head{
@@ -150,18 +139,7 @@ func TestEventEnvelope(t *testing.T) {
 			},
 		},
 		// Derived: Preempted with related set to the preemptor.
-		{
-			head: head{
-				ID: "k8s_event/1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e/1", Kind: "k8s_event", Pod: victim, Node: "gpu-node-3",
-				OccurredAt: "2026-11-30T04:32:22.52671Z", ObservedAt: obs,
-			},
-			data: &events.K8sEvent{
-				Reason: "Preempted", Type: "Normal", Note: preemptedNote,
-				ReportingController: "default-scheduler", Action: "Preempting",
-				EventUID: "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e", Count: 1,
-				Related: pod("day20-priority-1", "6ee92199-b806-4aed-80ba-6687a24a01b2"),
-			},
-		},
+		preempted("1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e", pod("day20-priority-1", "6ee92199-b806-4aed-80ba-6687a24a01b2")),
 	}
 
 	all := allEvents(t)

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,23 @@ import (
 
 func reason(text string, nodes int) events.ReasonCount {
 	return events.ReasonCount{Reason: text, Nodes: nodes}
+}
+
+// notHelpful is the preemption clause of a note when preempting frees none of the n nodes.
+func notHelpful(n int) *events.PreemptionAttempt {
+	return &events.PreemptionAttempt{
+		Outcome: "not_helpful",
+		Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", n)},
+		Note:    fmt.Sprintf("preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.", n, n),
+	}
+}
+
+// victimsFound is the preemption clause of a note when preempting one pod on node makes room.
+func victimsFound(node string) *events.PreemptionAttempt {
+	return &events.PreemptionAttempt{
+		Outcome: "victims_found", Node: node, Victims: 1,
+		Note: "preemption: found a potential placement for pod on node " + node + ", preempting 1 victims",
+	}
 }
 
 func TestParseFailedScheduling(t *testing.T) {
@@ -24,36 +42,26 @@ func TestParseFailedScheduling(t *testing.T) {
 			note: "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims",
 			want: &events.SchedulingFailure{
 				Available: 0, Total: 6,
-				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 1), reason("node(s) didn't match Pod's node affinity/selector", 5)},
-				Preemption: &events.PreemptionAttempt{
-					Outcome: "victims_found", Node: "gpu-node-3", Victims: 1,
-					Note: "preemption: found a potential placement for pod on node gpu-node-3, preempting 1 victims",
-				},
+				Reasons:    []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 1), reason("node(s) didn't match Pod's node affinity/selector", 5)},
+				Preemption: victimsFound("gpu-node-3"),
 			},
 		},
 		{
 			name: "recorded: oversized pod, preemption not helpful",
 			note: "0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
 			want: &events.SchedulingFailure{
-				Total:   6,
-				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 6)},
-				Preemption: &events.PreemptionAttempt{
-					Outcome: "not_helpful",
-					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 6)},
-					Note:    "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
-				},
+				Total:      6,
+				Reasons:    []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 6)},
+				Preemption: notHelpful(6),
 			},
 		},
 		{
 			name: "LAB.md: three nodes, victim on gpu-node-2",
 			note: "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: found a potential placement for pod on node gpu-node-2, preempting 1 victims",
 			want: &events.SchedulingFailure{
-				Total:   3,
-				Reasons: []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 3)},
-				Preemption: &events.PreemptionAttempt{
-					Outcome: "victims_found", Node: "gpu-node-2", Victims: 1,
-					Note: "preemption: found a potential placement for pod on node gpu-node-2, preempting 1 victims",
-				},
+				Total:      3,
+				Reasons:    []events.ReasonCount{reason("Insufficient nvidia.com/gpu", 3)},
+				Preemption: victimsFound("gpu-node-2"),
 			},
 		},
 		{
@@ -77,13 +85,9 @@ func TestParseFailedScheduling(t *testing.T) {
 			name: "v1.37 taint text and pod anti-affinity",
 			note: "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match pod anti-affinity rules. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
 			want: &events.SchedulingFailure{
-				Total:   4,
-				Reasons: []events.ReasonCount{reason("node(s) had untolerated taint(s)", 1), reason("node(s) didn't match pod anti-affinity rules", 3)},
-				Preemption: &events.PreemptionAttempt{
-					Outcome: "not_helpful",
-					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 4)},
-					Note:    "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.",
-				},
+				Total:      4,
+				Reasons:    []events.ReasonCount{reason("node(s) had untolerated taint(s)", 1), reason("node(s) didn't match pod anti-affinity rules", 3)},
+				Preemption: notHelpful(4),
 			},
 		},
 		{
@@ -111,13 +115,9 @@ func TestParseFailedScheduling(t *testing.T) {
 			name: "PreFilter message applies to every node",
 			note: "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
 			want: &events.SchedulingFailure{
-				Total:   6,
-				Reasons: []events.ReasonCount{reason("pod has unbound immediate PersistentVolumeClaims", 6)},
-				Preemption: &events.PreemptionAttempt{
-					Outcome: "not_helpful",
-					Reasons: []events.ReasonCount{reason("Preemption is not helpful for scheduling", 6)},
-					Note:    "preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.",
-				},
+				Total:      6,
+				Reasons:    []events.ReasonCount{reason("pod has unbound immediate PersistentVolumeClaims", 6)},
+				Preemption: notHelpful(6),
 			},
 		},
 		{

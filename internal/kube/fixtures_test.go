@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 	"github.com/schedlens/schedlens/internal/kube"
 )
 
@@ -146,15 +147,7 @@ func headOf(env *events.Envelope) head {
 // checkRoundTrip fails unless env encodes and decodes to itself.
 func checkRoundTrip(t *testing.T, env *events.Envelope) {
 	t.Helper()
-	b, err := events.Encode(env)
-	if err != nil {
-		t.Fatalf("encode %s: %v", env.ID, err)
-	}
-	got, err := events.Decode(b)
-	if err != nil {
-		t.Fatalf("decode %s: %v\n%s", env.ID, err, b)
-	}
-	if diff := cmp.Diff(env, got); diff != "" {
+	if diff := cmp.Diff(env, eventstest.RoundTrip(t, env)); diff != "" {
 		t.Errorf("%s: envelope changed through Encode/Decode (-built +decoded):\n%s", env.ID, diff)
 	}
 	if env.Cluster != meta.Cluster || env.Source != meta.Source {

@@ -60,89 +60,30 @@ func TestPodStatusRecorded(t *testing.T) {
 	pods := recordedPods(t)
 	allNodes := nodes(t)
 	tests := map[string]events.PodStatus{
-		"day20-control-1": {
-			Phase: "Running", NodeName: "gpu-node-1", PodIP: "10.244.0.17", HostIP: "127.0.0.1",
-			Labels:   map[string]string{"app": "day20", "schedlens.io/arm": "control", "schedlens.io/experiment": "day20", "schedlens.io/run": "1"},
-			Priority: ptr(int32(0)),
-			Resources: &events.Resources{
-				Requests: map[string]string{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
-				Limits:   map[string]string{"nvidia.com/gpu": "1"},
-			},
-			Conditions: []events.Condition{
-				{Type: "PodScheduled", Status: "True", LastTransitionTime: ts("2026-11-30T04:32:22Z")},
-				{Type: "PodReadyToStartContainers", Status: "True", LastTransitionTime: ts("2026-11-30T04:32:22Z")},
-				{Type: "Initialized", Status: "True", LastTransitionTime: ts("2026-11-30T04:32:22Z")},
-				{Type: "ContainersReady", Status: "True", LastTransitionTime: ts("2026-11-30T04:32:22Z")},
-				{Type: "Ready", Status: "True", LastTransitionTime: ts("2026-11-30T04:32:22Z")},
-			},
-			Containers:        []events.ContainerStatus{{Name: "model", Ready: true, State: "running", StartedAt: ts("2026-11-30T04:32:22Z")}},
-			CreationTimestamp: ts("2026-11-30T04:32:22Z"),
-			ResourceVersion:   "75",
-			GPU:               &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA-H100-80GB-HBM3", Sharing: "exclusive"},
-			// No selector, affinity, class or toleration beyond the two defaults: nothing to name.
-			Placement: nil,
-		},
-		"day20-control-2": running("control", "78", "gpu-node-2", "10.244.0.17", h100, nil),
-		"day20-affinity-1": {
-			Phase: "Running", NodeName: "gpu-node-4", PodIP: "10.244.0.18", HostIP: "127.0.0.1",
-			Labels:   day20Labels("affinity"),
-			Priority: ptr(int32(0)),
-			Resources: &events.Resources{
-				Requests: map[string]string{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
-				Limits:   map[string]string{"nvidia.com/gpu": "1"},
-			},
-			Conditions:        ready("2026-11-30T04:32:22Z"),
-			Containers:        []events.ContainerStatus{{Name: "model", Ready: true, State: "running", StartedAt: ts("2026-11-30T04:32:22Z")}},
-			CreationTimestamp: ts("2026-11-30T04:32:22Z"),
-			ResourceVersion:   "80",
-			GPU:               &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA-H100-80GB-HBM3", Sharing: "exclusive"},
-			Placement:         &events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}},
-		},
-		"day20-affinity-2": running("affinity", "81", "gpu-node-5", "10.244.0.18", a100,
-			&events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}}),
-		"day20-background-1": {
-			Phase: "Running", NodeName: "gpu-node-3", PodIP: "10.244.0.20", HostIP: "127.0.0.1",
-			Labels:        day20Labels("background"),
-			PriorityClass: "low-priority",
-			Priority:      ptr(int32(100)),
-			Resources: &events.Resources{
-				Requests: map[string]string{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
-				Limits:   map[string]string{"nvidia.com/gpu": "1"},
-			},
-			Conditions:        ready("2026-11-30T04:32:22Z"),
-			Containers:        []events.ContainerStatus{{Name: "model", Ready: true, State: "running", StartedAt: ts("2026-11-30T04:32:22Z")}},
-			CreationTimestamp: ts("2026-11-30T04:32:22Z"),
-			ResourceVersion:   "86",
-			GPU:               &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA-H100-80GB-HBM3", Sharing: "exclusive"},
-			Placement:         &events.Placement{PriorityClass: "low-priority", Priority: ptr(int32(100))},
-		},
+		// No selector, affinity, class or toleration beyond the two defaults: nothing to name.
+		"day20-control-1":    running("control", "75", "gpu-node-1", "10.244.0.17", h100, nil),
+		"day20-control-2":    running("control", "78", "gpu-node-2", "10.244.0.17", h100, nil),
+		"day20-affinity-1":   running("affinity", "80", "gpu-node-4", "10.244.0.18", h100, &events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}}),
+		"day20-affinity-2":   running("affinity", "81", "gpu-node-5", "10.244.0.18", a100, &events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}}),
+		"day20-background-1": background("86", "gpu-node-3", "10.244.0.20", h100),
 		"day20-background-2": background("94", "gpu-node-6", "10.244.0.20", a100),
 		"day20-background-3": background("96", "gpu-node-1", "10.244.0.20", h100),
 		"day20-background-4": background("101", "gpu-node-2", "10.244.0.20", h100),
 		"day20-background-6": background("110", "gpu-node-4", "10.244.0.20", h100),
 		"day20-background-7": background("111", "gpu-node-5", "10.244.0.20", a100),
 		"day20-background-8": background("113", "gpu-node-6", "10.244.0.20", a100),
-		"day20-priority-1": {
-			Phase: "Running", NodeName: "gpu-node-3", PodIP: "10.244.0.18", HostIP: "127.0.0.1",
-			Labels:        day20Labels("priority"),
-			PriorityClass: "high-priority",
-			Priority:      ptr(int32(1000000)),
-			Resources: &events.Resources{
-				Requests: map[string]string{"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
-				Limits:   map[string]string{"nvidia.com/gpu": "1"},
-			},
-			// Created at :22, nominated, waited for its victim, bound and started at :23.
-			Conditions:        ready("2026-11-30T04:32:23Z"),
-			Containers:        []events.ContainerStatus{{Name: "model", Ready: true, State: "running", StartedAt: ts("2026-11-30T04:32:23Z")}},
-			CreationTimestamp: ts("2026-11-30T04:32:22Z"),
-			ResourceVersion:   "123",
-			GPU:               &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA-H100-80GB-HBM3", Sharing: "exclusive"},
-			Placement: &events.Placement{
+		"day20-priority-1": func() events.PodStatus {
+			ps := running("priority", "123", "gpu-node-3", "10.244.0.18", h100, &events.Placement{
 				Required:      []string{"kubernetes.io/hostname In (gpu-node-3)"},
 				PriorityClass: "high-priority",
 				Priority:      ptr(int32(1000000)),
-			},
-		},
+			})
+			ps.PriorityClass, ps.Priority = "high-priority", ptr(int32(1000000))
+			// Created at :22, nominated, waited for its victim, bound and started at :23.
+			ps.Conditions = ready("2026-11-30T04:32:23Z")
+			ps.Containers[0].StartedAt = ts("2026-11-30T04:32:23Z")
+			return ps
+		}(),
 		"day20-oversized-1": {
 			Phase:    "Pending",
 			Labels:   day20Labels("oversized"),

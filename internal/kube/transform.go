@@ -96,32 +96,31 @@ func trimPod(pod *corev1.Pod) {
 	st.ResourceClaimStatuses = nil
 	st.HostIP = intern(st.HostIP)
 	st.Message = ""
-	if len(st.Conditions) > 0 {
-		conds := make([]corev1.PodCondition, len(st.Conditions))
-		for i, c := range st.Conditions {
-			conds[i] = corev1.PodCondition{Type: corev1.PodConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))),
-				Reason: intern(c.Reason), LastTransitionTime: c.LastTransitionTime}
-		}
-		st.Conditions = conds
-	}
-	if len(st.ContainerStatuses) > 0 {
-		statuses := make([]corev1.ContainerStatus, len(st.ContainerStatuses))
-		for i, c := range st.ContainerStatuses {
-			statuses[i] = corev1.ContainerStatus{Name: intern(c.Name), Ready: c.Ready, RestartCount: c.RestartCount, State: c.State}
-		}
-		st.ContainerStatuses = statuses
-	}
+	st.Conditions = slim(st.Conditions, func(c corev1.PodCondition) corev1.PodCondition {
+		return corev1.PodCondition{Type: corev1.PodConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))),
+			Reason: intern(c.Reason), LastTransitionTime: c.LastTransitionTime}
+	})
+	st.ContainerStatuses = slim(st.ContainerStatuses, func(c corev1.ContainerStatus) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: intern(c.Name), Ready: c.Ready, RestartCount: c.RestartCount, State: c.State}
+	})
 }
 
-// slimContainers keeps of each container its name, resources and restartPolicy, in a slice of
-// the exact length (a decoder's slices have room to spare).
+// slimContainers keeps of each container its name, resources and restartPolicy.
 func slimContainers(cs []corev1.Container) []corev1.Container {
-	if len(cs) == 0 {
-		return cs
+	return slim(cs, func(c corev1.Container) corev1.Container {
+		return corev1.Container{Name: intern(c.Name), Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	})
+}
+
+// slim returns keep of each element of xs in a new slice of the exact length (a decoder's slices
+// have room to spare, and the old elements hold what keep drops); an empty xs is returned as is.
+func slim[T any](xs []T, keep func(T) T) []T {
+	if len(xs) == 0 {
+		return xs
 	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: intern(c.Name), Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = keep(x)
 	}
 	return out
 }

@@ -74,8 +74,17 @@ func (c *client) violation(t *testing.T, what, subject string) {
 	t.Errorf("no permissions violation for %s %s; errors: %q", what, subject, c.errs)
 }
 
-func short() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 500*time.Millisecond) // a refused request gets no answer
+// refused checks that request fails and that the server reports c's violation of publishing
+// to subject; what says what was tried. A refused request gets no answer: it has half a second.
+func (c *client) refused(t *testing.T, what, subject string, request func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	err := request(ctx)
+	cancel()
+	if err == nil {
+		t.Errorf("%s succeeded", what)
+	}
+	c.violation(t, "publish", subject)
 }
 
 // The collector may only publish envelopes (and read the stream's configuration); the
@@ -124,61 +133,42 @@ func TestRolesAreLeastPrivilege(t *testing.T) {
 
 	// The correlator publishing an envelope: refused, nothing stored.
 	subject := "schedlens.v1.lab.pod_status"
-	c, cancel := short()
-	_, err = correlator.js.Publish(c, subject, envs[0].Raw, jetstream.WithMsgID("forged"))
-	cancel()
-	if err == nil {
-		t.Error("correlator: publishing an envelope succeeded")
-	}
-	correlator.violation(t, "publish", subject)
+	correlator.refused(t, "correlator: publishing an envelope", subject, func(ctx context.Context) error {
+		_, err := correlator.js.Publish(ctx, subject, envs[0].Raw, jetstream.WithMsgID("forged"))
+		return err
+	})
 
 	// The correlator creating another consumer, deleting or purging the stream, reading the
 	// collector's replies: refused.
-	c, cancel = short()
-	_, err = correlator.js.CreateOrUpdateConsumer(c, bus.StreamName, jetstream.ConsumerConfig{Durable: "evil", AckPolicy: jetstream.AckNonePolicy})
-	cancel()
-	if err == nil {
-		t.Error("correlator: creating another consumer succeeded")
-	}
-	correlator.violation(t, "publish", "$JS.API.CONSUMER.CREATE.SCHEDLENS.evil")
-	c, cancel = short()
-	err = correlator.js.DeleteStream(c, bus.StreamName)
-	cancel()
-	if err == nil {
-		t.Error("correlator: deleting the stream succeeded")
-	}
-	correlator.violation(t, "publish", "$JS.API.STREAM.DELETE.SCHEDLENS")
+	correlator.refused(t, "correlator: creating another consumer", "$JS.API.CONSUMER.CREATE.SCHEDLENS.evil", func(ctx context.Context) error {
+		_, err := correlator.js.CreateOrUpdateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{Durable: "evil", AckPolicy: jetstream.AckNonePolicy})
+		return err
+	})
+	correlator.refused(t, "correlator: deleting the stream", "$JS.API.STREAM.DELETE.SCHEDLENS", func(ctx context.Context) error {
+		return correlator.js.DeleteStream(ctx, bus.StreamName)
+	})
 	if _, err := correlator.nc.Subscribe(bus.CollectorInboxPrefix+".>", func(*nats.Msg) {}); err == nil {
 		correlator.violation(t, "subscription", bus.CollectorInboxPrefix+".>")
 	}
 
 	// The collector consuming: it can neither create a consumer, nor look up or pull from the
 	// correlator's, nor subscribe to the envelopes or to the correlator's inbox.
-	c, cancel = short()
-	_, err = collector.js.CreateOrUpdateConsumer(c, bus.StreamName, jetstream.ConsumerConfig{Durable: "reader", AckPolicy: jetstream.AckNonePolicy})
-	cancel()
-	if err == nil {
-		t.Error("collector: creating a consumer succeeded")
-	}
-	collector.violation(t, "publish", "$JS.API.CONSUMER.CREATE.SCHEDLENS.reader")
-	c, cancel = short()
-	_, err = collector.js.Consumer(c, bus.StreamName, consumer)
-	cancel()
-	if err == nil {
-		t.Error("collector: looking up the correlator's consumer succeeded")
-	}
-	collector.violation(t, "publish", "$JS.API.CONSUMER.INFO.SCHEDLENS.correlator")
+	collector.refused(t, "collector: creating a consumer", "$JS.API.CONSUMER.CREATE.SCHEDLENS.reader", func(ctx context.Context) error {
+		_, err := collector.js.CreateOrUpdateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{Durable: "reader", AckPolicy: jetstream.AckNonePolicy})
+		return err
+	})
+	collector.refused(t, "collector: looking up the correlator's consumer", "$JS.API.CONSUMER.INFO.SCHEDLENS.correlator", func(ctx context.Context) error {
+		_, err := collector.js.Consumer(ctx, bus.StreamName, consumer)
+		return err
+	})
 	if _, err := collector.nc.Request("$JS.API.CONSUMER.MSG.NEXT.SCHEDLENS.correlator", []byte(`{"batch":1,"no_wait":true}`), 500*time.Millisecond); err == nil {
 		t.Error("collector: pulling from the correlator's consumer was answered")
 	}
 	collector.violation(t, "publish", "$JS.API.CONSUMER.MSG.NEXT.SCHEDLENS.correlator")
-	c, cancel = short()
-	_, err = collector.js.UpdateStream(c, jetstream.StreamConfig{Name: bus.StreamName, Subjects: []string{"schedlens.v1.>"}, MaxAge: time.Second})
-	cancel()
-	if err == nil {
-		t.Error("collector: changing the stream succeeded")
-	}
-	collector.violation(t, "publish", "$JS.API.STREAM.UPDATE.SCHEDLENS")
+	collector.refused(t, "collector: changing the stream", "$JS.API.STREAM.UPDATE.SCHEDLENS", func(ctx context.Context) error {
+		_, err := collector.js.UpdateStream(ctx, jetstream.StreamConfig{Name: bus.StreamName, Subjects: []string{"schedlens.v1.>"}, MaxAge: time.Second})
+		return err
+	})
 	for _, subj := range []string{"schedlens.v1.>", bus.CorrelatorInboxPrefix + ".>", "_INBOX.>"} {
 		if _, err := collector.nc.Subscribe(subj, func(*nats.Msg) {}); err == nil {
 			collector.violation(t, "subscription", subj)
