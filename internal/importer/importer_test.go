@@ -17,6 +17,7 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 	"github.com/schedlens/schedlens/internal/importer"
 	"github.com/schedlens/schedlens/internal/ingest"
 	"github.com/schedlens/schedlens/internal/natstest"
@@ -62,21 +63,6 @@ func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	return &pipeline{t: t, js: js, db: db, client: &importer.Client{BaseURL: hs.URL}}
 }
 
-// wire is env as the collector publishes it: encoded and decoded again, so that Raw is the
-// envelope's JSON.
-func wire(t testing.TB, env *events.Envelope) *events.Envelope {
-	t.Helper()
-	b, err := events.Encode(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func (p *pipeline) publish(ctx context.Context, envs []*events.Envelope) (importer.Published, error) {
 	res, err := bus.PublishAll(ctx, p.js, envs)
 	return importer.Published{Acked: res.Published, Duplicates: res.Duplicates, Failed: res.Failed}, err
@@ -102,7 +88,7 @@ func (p *pipeline) pods() {
 	var envs []*events.Envelope
 	for i, ip := range []string{"127.0.10.1", "127.0.10.2"} {
 		ref := &events.PodRef{Namespace: "infer", Name: fmt.Sprintf("llm-%d", i+1), UID: fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i+1)}
-		envs = append(envs, wire(p.t, &events.Envelope{V: 1, ID: fmt.Sprintf("pod_status/%s/1", ref.UID), Kind: events.KindPodStatus, Cluster: "lab", Source: "collector",
+		envs = append(envs, eventstest.RoundTrip(p.t, &events.Envelope{V: 1, ID: fmt.Sprintf("pod_status/%s/1", ref.UID), Kind: events.KindPodStatus, Cluster: "lab", Source: "collector",
 			OccurredAt: t0, ObservedAt: t0, Pod: ref, Payload: &events.PodStatus{Phase: "Running", PodIP: ip}}))
 	}
 	if _, err := p.publish(context.Background(), envs); err != nil {
@@ -220,7 +206,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	for _, res := range parse(t, "lab")[:4] {
 		env := *res.Envelope
 		env.ID, env.Raw = res.LegacyID, nil
-		old = append(old, wire(t, &env))
+		old = append(old, eventstest.RoundTrip(t, &env))
 	}
 	if _, err := p.publish(context.Background(), old); err != nil {
 		t.Fatal(err)
@@ -256,7 +242,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	}
 	oldEnv := *mapped(1)[0].Envelope
 	oldEnv.ID, oldEnv.Raw = mapped(1)[0].LegacyID, nil
-	if _, err := p.publish(context.Background(), []*events.Envelope{wire(t, &oldEnv)}); err != nil {
+	if _, err := p.publish(context.Background(), []*events.Envelope{eventstest.RoundTrip(t, &oldEnv)}); err != nil {
 		t.Fatal(err)
 	}
 	for st, _ := p.db.Stats(context.Background()); st.ByKind["request"] != 9; st, _ = p.db.Stats(context.Background()) {

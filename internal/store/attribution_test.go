@@ -8,6 +8,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // ipOnly turns a request envelope into one an external load generator would send: no pod,
@@ -21,7 +22,7 @@ func ipOnlyID(t *testing.T, env *events.Envelope, ip, id string) *events.Envelop
 	t.Helper()
 	r := *env.Payload.(*events.Request)
 	r.PodIP = ip
-	return wire(t, &events.Envelope{V: env.V, ID: id, Kind: env.Kind, Cluster: env.Cluster, Source: "vegeta",
+	return eventstest.RoundTrip(t, &events.Envelope{V: env.V, ID: id, Kind: env.Kind, Cluster: env.Cluster, Source: "vegeta",
 		OccurredAt: env.OccurredAt, ObservedAt: env.ObservedAt, Payload: &r})
 }
 

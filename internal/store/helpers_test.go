@@ -30,21 +30,6 @@ func withDefaultExperiment(t *testing.T, size int) (*store.DB, []*events.Envelop
 	return db, envs
 }
 
-// wire is env as the correlator receives it: encoded and decoded again, so that Raw is the
-// envelope's JSON.
-func wire(t *testing.T, env *events.Envelope) *events.Envelope {
-	t.Helper()
-	b, err := events.Encode(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := events.Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // shuffle puts envs in the order the generator seeded with (seed1, seed2) gives, in place.
 func shuffle(envs []*events.Envelope, seed1, seed2 uint64) {
 	rand.New(rand.NewPCG(seed1, seed2)).Shuffle(len(envs), func(i, j int) { envs[i], envs[j] = envs[j], envs[i] })

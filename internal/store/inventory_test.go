@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 )
 
 // Inventories applied incrementally in the store give what align computes from all of them at
@@ -22,7 +23,7 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	uid := func(i int) string { return fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i) }
 	mk := func(id string, when time.Time, pod *events.PodRef, payload any, kind events.Kind) *events.Envelope {
-		return wire(t, &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload})
+		return eventstest.RoundTrip(t, &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload})
 	}
 	snap := func(i, s int) *events.Envelope {
 		created := at(0)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/eventstest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -21,7 +22,7 @@ func attributionWorld(t *testing.T) (*store.DB, time.Time) {
 	t0 := time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	mk := func(id, cluster, source string, when time.Time, pod *events.PodRef, payload any, kind events.Kind) *events.Envelope {
-		return wire(t, &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: cluster, Source: source, OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload})
+		return eventstest.RoundTrip(t, &events.Envelope{V: 1, ID: id, Kind: kind, Cluster: cluster, Source: source, OccurredAt: when, ObservedAt: when, Pod: pod, Payload: payload})
 	}
 	pod := func(i int) *events.PodRef {
 		return &events.PodRef{Namespace: "infer", Name: fmt.Sprintf("llm-%d", i), UID: fmt.Sprintf("0f0f0f0f-0000-4000-8000-%012d", i)}
