@@ -267,15 +267,11 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 
 // importResults is `collector import vegeta|ndjson FILE`.
 func importResults(ctx context.Context, o options, format ingest.Format, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
-	in := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, err := input(name, stdin)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
+	defer in.Close()
 	cfg := importer.Config{Cluster: o.cluster, Wait: o.wait, RequireAttributed: o.requireAttributed}
 	if cfg.Cluster == "" {
 		cfg.Cluster, cfg.ClusterDefaulted = collector.DefaultConfig().Cluster, true
@@ -313,15 +309,11 @@ func importResults(ctx context.Context, o options, format ingest.Format, name st
 
 // replay is `collector replay FILE`.
 func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
-	in := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("replay: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, err := input(name, stdin)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
 	}
+	defer in.Close()
 	nc, js, err := o.connect(ctx, "schedlens-collector-replay", logger)
 	if err != nil {
 		return err
@@ -337,6 +329,14 @@ func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout
 		return fmt.Errorf("replay: %d invalid lines, %d not acknowledged", res.Invalid, res.Failed)
 	}
 	return nil
+}
+
+// input is the FILE argument of import and replay: the file, or stdin for "-".
+func input(name string, stdin io.Reader) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(stdin), nil
+	}
+	return os.Open(name)
 }
 
 // connect dials NATS as the collector role does (its credentials and inbox prefix) and ensures
