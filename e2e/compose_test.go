@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // composeCommand is `docker compose` when the plugin is installed, else Debian's docker-compose.
@@ -42,14 +44,14 @@ func TestComposeStack(t *testing.T) {
 	if err := os.WriteFile(envFile, []byte(envText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiPort := strings.Split(freeAddr(t), ":")[1]
+	apiPort := strconv.Itoa(testnet.FreePort(t))
 	env := append(os.Environ(),
 		"SCHEDLENS_COMPOSE_ENV="+envFile,
 		"SCHEDLENS_IMAGE="+testImage,
 		"SCHEDLENS_POSTGRES_IMAGE="+postgresImage,
 		"SCHEDLENS_NATS_IMAGE="+natsImage,
 		"SCHEDLENS_API_PORT="+apiPort,
-		"SCHEDLENS_CORRELATOR_PORT="+strings.Split(freeAddr(t), ":")[1],
+		"SCHEDLENS_CORRELATOR_PORT="+strconv.Itoa(testnet.FreePort(t)),
 	)
 	run := func(args ...string) (string, error) {
 		full := append(append(compose[1:], "-f", "../docker-compose.yaml", "-p", project), args...)

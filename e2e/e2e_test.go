@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/testbin"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // binaries are cmd/collector, correlator and api, built once per test process.
@@ -43,16 +43,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	commands.Remove()
 	os.Exit(code)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // daemon starts a long-running binary and stops it with SIGTERM when the test ends, failing the
@@ -139,10 +129,10 @@ func pipeline(t *testing.T, asBinaries bool) (string, string, string) {
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	dbURL := pgtest.URL(t)
-	apiAddr := freeAddr(t)
+	apiAddr := testnet.FreeAddr(t)
 	common := []string{"SCHEDLENS_NATS_URL=" + nats.URL(), "SCHEDLENS_DATABASE_URL=" + dbURL}
 	if asBinaries {
-		daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+freeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
+		daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+testnet.FreeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
 		daemon(t, bin+"/api", append(common, "SCHEDLENS_HTTP_ADDR="+apiAddr))
 	} else {
 		cfg := correlator.DefaultConfig()

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/natstest"
 )
 
 // vegetaFor writes vegeta results (`vegeta encode -to json` lines) for the first three pods of
@@ -47,24 +43,7 @@ func vegetaFor(t *testing.T, sample []*events.Envelope) (string, []string) {
 // streamMessages is how many messages the SCHEDLENS stream holds.
 func streamMessages(t *testing.T, url string) uint64 {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(context.Background(), bus.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
+	return natstest.StreamInfo(t, url).State.Msgs
 }
 
 func vegetaLine(seq int, at time.Time, ip string) string {

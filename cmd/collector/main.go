@@ -267,15 +267,11 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 
 // importResults is `collector import vegeta|ndjson FILE`.
 func importResults(ctx context.Context, o options, format ingest.Format, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
-	in := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, err := input(name, stdin)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
+	defer in.Close()
 	cfg := importer.Config{Cluster: o.cluster, Wait: o.wait, RequireAttributed: o.requireAttributed}
 	if cfg.Cluster == "" {
 		cfg.Cluster, cfg.ClusterDefaulted = collector.DefaultConfig().Cluster, true
@@ -288,18 +284,11 @@ func importResults(ctx context.Context, o options, format ingest.Format, name st
 	for _, e := range bad {
 		fmt.Fprintln(stderr, e.Error())
 	}
-	nc, err := o.connect("schedlens-collector-import", logger)
+	nc, js, err := o.connect(ctx, "schedlens-collector-import", logger)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
-		return err
-	}
 	publish := func(ctx context.Context, envs []*events.Envelope) (importer.Published, error) {
 		res, err := bus.PublishAll(ctx, js, envs)
 		return importer.Published{Acked: res.Published, Duplicates: res.Duplicates, Failed: res.Failed}, err
@@ -320,27 +309,16 @@ func importResults(ctx context.Context, o options, format ingest.Format, name st
 
 // replay is `collector replay FILE`.
 func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
-	in := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("replay: %w", err)
-		}
-		defer f.Close()
-		in = f
+	in, err := input(name, stdin)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
 	}
-	nc, err := o.connect("schedlens-collector-replay", logger)
+	defer in.Close()
+	nc, js, err := o.connect(ctx, "schedlens-collector-replay", logger)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
-		return err
-	}
 	res, err := bus.Replay(ctx, js, in, o.cluster, stderr)
 	fmt.Fprintf(stdout, "published %d envelopes (%d already in the stream), %d invalid lines, %d not acknowledged\n",
 		res.Published, res.Duplicates, res.Invalid, res.Failed)
@@ -353,13 +331,35 @@ func replay(ctx context.Context, o options, name string, stdin io.Reader, stdout
 	return nil
 }
 
-// connect dials NATS as the collector role does (its credentials and inbox prefix).
-func (o options) connect(name string, logger *slog.Logger) (*nats.Conn, error) {
+// input is the FILE argument of import and replay: the file, or stdin for "-".
+func input(name string, stdin io.Reader) (io.ReadCloser, error) {
+	if name == "-" {
+		return io.NopCloser(stdin), nil
+	}
+	return os.Open(name)
+}
+
+// connect dials NATS as the collector role does (its credentials and inbox prefix) and ensures
+// the stream, for import and replay to publish to; the caller closes nc.
+func (o options) connect(ctx context.Context, name string, logger *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
 	c := o.nats
 	c.InboxPrefix = bus.CollectorInboxPrefix
 	opts, err := c.Options()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return bus.Connect(o.natsURL, name, logger, opts...)
+	nc, err := bus.Connect(o.natsURL, name, logger, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	if _, err := bus.EnsureStream(ctx, js, o.stream); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }

@@ -8,34 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/natstest"
 )
 
 // subjects counts the stream's messages per subject.
 func subjects(t *testing.T, url string) map[string]uint64 {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(context.Background(), bus.StreamName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("schedlens.v1.>"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Subjects
+	return natstest.StreamInfo(t, url, jetstream.WithSubjectFilter("schedlens.v1.>")).State.Subjects
 }
 
 // writeFile writes lines to a file in the test's temporary directory.

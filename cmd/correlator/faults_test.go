@@ -9,19 +9,16 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schedlens/schedlens/internal/align"
@@ -33,6 +30,7 @@ import (
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/testbin"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // command is this package's binary, built once per test binary.
@@ -68,18 +66,8 @@ type faultRig struct {
 
 func newFaultRig(t *testing.T, dbURL string) *faultRig {
 	t.Helper()
-	r := &faultRig{t: t, bin: correlatorBinary(t), nats: natstest.Start(t), dbURL: dbURL, metricsAddr: freeAddr(t)}
-	nc, err := nats.Connect(r.nats.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if r.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bus.EnsureStream(context.Background(), r.js, bus.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	r := &faultRig{t: t, bin: correlatorBinary(t), nats: natstest.Start(t), dbURL: dbURL, metricsAddr: testnet.FreeAddr(t)}
+	r.js = r.nats.Stream()
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, l := range r.logs {
@@ -409,14 +397,4 @@ func waitReady(t *testing.T, r *faultRig, within time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }

@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/schedlens/schedlens/internal/config"
 )
 
 // childFlag, as the first argument, makes the bench run one schedlens component alone in this
@@ -44,6 +48,30 @@ func runChild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runCollectorChild(ctx, args[3:], stdout, stderr)
 	}
 	return fmt.Errorf("unknown child component %q", args[2])
+}
+
+// childFlags is the flag set of a child component: the flags only the bench passes it, and
+// -log-level, which every child takes.
+type childFlags struct {
+	*flag.FlagSet
+	component string
+	level     string
+	stderr    io.Writer
+}
+
+func newChildFlags(component string, stderr io.Writer) *childFlags {
+	f := &childFlags{FlagSet: flag.NewFlagSet("schedlens-bench -child "+component, flag.ContinueOnError), component: component, stderr: stderr}
+	f.SetOutput(stderr)
+	f.StringVar(&f.level, "log-level", "info", "")
+	return f
+}
+
+// parse parses args and returns the component's text logger at -log-level.
+func (f *childFlags) parse(args []string) (*slog.Logger, error) {
+	if err := f.Parse(args); err != nil {
+		return nil, err
+	}
+	return config.Logging{Format: "text", Level: f.level}.Logger(f.stderr, f.component)
 }
 
 // child is a component running in a process of its own, started by startChild.

@@ -40,7 +40,6 @@ func TestParseProcStatus(t *testing.T) {
 
 // TestModeUsage checks the new modes' bad input is a usage error before anything starts.
 func TestModeUsage(t *testing.T) {
-	noEnv := func(string) string { return "" }
 	for _, args := range [][]string{
 		{"-lag", "-lag-rate", "0"},
 		{"-lag", "-lag-duration", "-1s"},

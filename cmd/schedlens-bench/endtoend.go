@@ -68,14 +68,7 @@ func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *ra
 		return figure{}, fmt.Errorf("stream %s on %s already holds %d messages; the bench needs an empty stream (omit -nats-url for an in-process server)", bus.StreamName, natsURL, info.State.Msgs)
 	}
 	if external {
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			subject := events.SubjectPrefix + "." + benchCluster + ".>"
-			if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-				logger.Warn("cannot purge the bench's messages", "subject", subject, "error", err)
-			}
-		}()
+		defer purgeCluster(stream, benchCluster, logger)
 	}
 
 	start := time.Now()

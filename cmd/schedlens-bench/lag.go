@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -108,11 +107,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := o.lag.check(); err != nil {
 		return err
 	}
-	logger, err := o.log.Logger(stderr, "bench")
-	if err != nil {
-		return err
-	}
-	pg, err := connectPostgres(ctx, o.adminURL, logger)
+	pg, logger, err := o.postgres(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -158,14 +153,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		if info.State.Msgs > 0 {
 			return fmt.Errorf("stream %s on %s already holds %d messages; -lag needs an empty stream (omit -nats-url for an in-process server)", bus.StreamName, natsURL, info.State.Msgs)
 		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			subject := events.SubjectPrefix + "." + lagCluster + ".>"
-			if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-				logger.Warn("cannot purge the bench's messages", "subject", subject, "error", err)
-			}
-		}()
+		defer purgeCluster(stream, lagCluster, logger)
 	}
 
 	dbURL, drop, err := pg.createDB(ctx, "lag")
@@ -626,19 +614,13 @@ func migrate(ctx context.Context, dbURL string, logger *slog.Logger) error {
 
 // runCorrelatorChild is the correlator child of -lag: correlatorapp.Run, as `correlator serve`.
 func runCorrelatorChild(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := flag.NewFlagSet("schedlens-bench -child correlator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newChildFlags(childCorrelator, stderr)
 	o := correlatorapp.Options{MetricsAddr: "127.0.0.1:0", Correlator: correlator.DefaultConfig()}
-	var level string
 	fs.StringVar(&o.NATSURL, "nats-url", "", "")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "")
 	fs.StringVar(&o.Correlator.Consumer, "consumer", "", "")
 	fs.Int64Var(&o.Stream.MaxBytes, "stream-max-bytes", 0, "")
-	fs.StringVar(&level, "log-level", "info", "")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	logger, err := config.Logging{Format: "text", Level: level}.Logger(stderr, "correlator")
+	logger, err := fs.parse(args)
 	if err != nil {
 		return err
 	}

@@ -1,43 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 )
-
-// lastJSON decodes the -json report, the last line of out.
-func lastJSON(t *testing.T, out string, v any) {
-	t.Helper()
-	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
-	if err := json.Unmarshal([]byte(last), v); err != nil {
-		t.Fatalf("last line is not the -json report: %v\n%s", err, out)
-	}
-}
 
 // TestLagSmoke runs -lag for two seconds at 200 events/s against the real Postgres, with the
 // correlator in a child process (this test binary, see TestMain), and checks the figures are
 // there and consistent. It asserts no lag or rate: figures are for people.
 func TestLagSmoke(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	admin := pgtest.AdminURL()
-	if err := store.CheckServer(ctx, admin); err != nil {
-		pgtest.Unavailable(t, "%v", err)
-	}
-	var stdout, stderr bytes.Buffer
-	noEnv := func(string) string { return "" }
-	args := []string{"schedlens-bench", "-lag", "-lag-rate", "200", "-lag-duration", "2s", "-admin-database-url", admin, "-json", "-log-level", "warn"}
-	if err := run(ctx, args, noEnv, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	out := stdout.String()
+	out := smoke(t, 3*time.Minute, "-lag", "-lag-rate", "200", "-lag-duration", "2s", "-admin-database-url", adminURL(t))
 	for _, want := range []string{
 		"offered to the publisher", "acknowledged by JetStream", "visible in GET /v1/stats",
 		"lag event → visible in the api: p50 ", "(target p99 < 1 s at 10000/s)", "method: ",

@@ -19,8 +19,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/correlator"
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natsserver"
 )
 
@@ -131,20 +134,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case o.memory.enabled:
 		return runMemory(ctx, o, stdout, stderr)
 	}
-	logger, err := o.log.Logger(stderr, "bench")
-	if err != nil {
-		return err
-	}
-	corrLogger, err := o.log.Logger(stderr, "correlator")
-	if err != nil {
-		return err
-	}
-
-	pg, err := connectPostgres(ctx, o.adminURL, logger)
+	pg, logger, err := o.postgres(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer pg.dropAll()
+	corrLogger, err := o.log.Logger(stderr, "correlator")
+	if err != nil {
+		return err
+	}
 	if ro.enabled {
 		return runReads(ctx, pg, ro, o.json, stdout, logger)
 	}
@@ -333,4 +331,15 @@ func natsOrLocal(url string) (_ string, stop func(), err error) {
 		return "", nil, err
 	}
 	return srv.URL(), srv.Close, nil
+}
+
+// purgeCluster removes cluster's messages from the stream of an external server (-nats-url)
+// once a run is done, so that the next run finds it empty; a failure is only logged.
+func purgeCluster(stream jetstream.Stream, cluster string, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	subject := events.SubjectPrefix + "." + cluster + ".>"
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		logger.Warn("cannot purge the bench's messages", "subject", subject, "error", err)
+	}
 }

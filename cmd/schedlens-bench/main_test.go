@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,28 +13,13 @@ import (
 
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 )
 
 // TestRunSmoke runs the whole bench on two small sizes of both mixes against the real Postgres
 // and checks that it prints every figure, ratio and target. It asserts no rate: figures are for
 // people.
 func TestRunSmoke(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	admin := pgtest.AdminURL()
-	if err := store.CheckServer(ctx, admin); err != nil {
-		pgtest.Unavailable(t, "%v", err)
-	}
-
-	var stdout, stderr bytes.Buffer
-	noEnv := func(string) string { return "" }
-	args := []string{"schedlens-bench", "-sizes", "300,600", "-naive-rows", "200", "-admin-database-url", admin, "-json", "-log-level", "warn"}
-	if err := run(ctx, args, noEnv, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	out := stdout.String()
+	out := smoke(t, 3*time.Minute, "-sizes", "300,600", "-naive-rows", "200", "-admin-database-url", adminURL(t))
 	for _, want := range []string{
 		"naive INSERT times the first 200 rows of each size (its rate is per row)",
 		"mix pods (many short-lived pods, an inventory every 3 runs)",
@@ -54,10 +38,7 @@ func TestRunSmoke(t *testing.T) {
 	}
 
 	var r report
-	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		t.Fatalf("last line is not the -json report: %v\n%s", err, out)
-	}
+	lastJSON(t, out, &r)
 	var got []string
 	for _, m := range r.Mixes {
 		for _, s := range m.Sizes {
@@ -75,7 +56,6 @@ func TestRunSmoke(t *testing.T) {
 
 // Bad flags are usage errors, before anything connects.
 func TestFlagsRejected(t *testing.T) {
-	noEnv := func(string) string { return "" }
 	for _, args := range [][]string{
 		{"-sizes", "1000,abc"},
 		{"-sizes", "2000,1000"},

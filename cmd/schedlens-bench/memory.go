@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +29,6 @@ import (
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/config"
-	"github.com/schedlens/schedlens/internal/events"
 )
 
 // Target of the memory run, printed beside the figure (not asserted).
@@ -113,11 +111,8 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			subject := events.SubjectPrefix + "." + lagCluster + ".>"
 			if s, err := js.Stream(ctx, bus.StreamName); err == nil {
-				if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-					logger.Warn("cannot purge the bench's messages", "subject", subject, "error", err)
-				}
+				purgeCluster(s, lagCluster, logger)
 			}
 		}()
 	}
@@ -239,21 +234,16 @@ func memoryPods(n int, seed string) ([]*corev1.Pod, error) {
 // does) against the bench's fake API and says "ready <published>" once every
 // informer has listed and the publisher holds nothing unacknowledged.
 func runCollectorChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("schedlens-bench -child collector", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newChildFlags(childCollector, stderr)
 	var (
-		natsURL, apiURL, level, heapProfile string
-		n                                   int
+		natsURL, apiURL, heapProfile string
+		n                            int
 	)
 	fs.StringVar(&natsURL, "nats-url", "", "")
 	fs.StringVar(&apiURL, "api-url", "", "")
 	fs.IntVar(&n, "pods", 0, "")
-	fs.StringVar(&level, "log-level", "info", "")
 	fs.StringVar(&heapProfile, "heap-profile", "", "")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	logger, err := config.Logging{Format: "text", Level: level}.Logger(stderr, "collector")
+	logger, err := fs.parse(args)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,15 +21,7 @@ import (
 // TestMain) lists them from the fake API and publishes them to an in-process JetStream. It
 // checks the figures are there and consistent, not how large they are.
 func TestMemorySmoke(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	noEnv := func(string) string { return "" }
-	args := []string{"schedlens-bench", "-memory", "-memory-pods", "200", "-json", "-log-level", "warn"}
-	if err := run(ctx, args, noEnv, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	out := stdout.String()
+	out := smoke(t, 3*time.Minute, "-memory", "-memory-pods", "200")
 	for _, want := range []string{
 		"with 200 pods in scope", "listed and published ", "collector RSS (VmRSS) when ready ", "peak (VmHWM) ",
 		"after a GC ", "(target ≤ 100.0 MB with 10k pods)",

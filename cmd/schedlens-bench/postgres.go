@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"time"
@@ -32,6 +33,20 @@ func connectPostgres(ctx context.Context, adminURL string, logger *slog.Logger) 
 		return nil, fmt.Errorf("%w (start it, or point -admin-database-url at a server where this role may CREATE DATABASE)", err)
 	}
 	return &pgServer{adminURL: adminURL, prefix: "schedlens_bench_" + randomHex(4), logger: logger}, nil
+}
+
+// postgres builds the bench's logger and connects to the server of -admin-database-url: how
+// every run that stores events starts. The caller drops what the run made with pg.dropAll.
+func (o options) postgres(ctx context.Context, stderr io.Writer) (*pgServer, *slog.Logger, error) {
+	logger, err := o.log.Logger(stderr, "bench")
+	if err != nil {
+		return nil, nil, err
+	}
+	pg, err := connectPostgres(ctx, o.adminURL, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pg, logger, nil
 }
 
 // createDB creates an empty database named after the run, a counter and role, and returns its

@@ -3,36 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 )
 
 // TestReadsSmoke runs the read bench on a small experiment and checks that it stored what it
 // was asked for and timed every endpoint. It asserts no latency: figures are for people.
 func TestReadsSmoke(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin := pgtest.AdminURL()
-	if err := store.CheckServer(ctx, admin); err != nil {
-		pgtest.Unavailable(t, "%v", err)
-	}
-	var stdout, stderr bytes.Buffer
-	args := []string{"schedlens-bench", "-reads", "-read-pods", "60", "-read-runs", "3", "-read-requests", "900",
-		"-read-iterations", "3", "-admin-database-url", admin, "-json", "-log-level", "warn"}
-	if err := run(ctx, args, func(string) string { return "" }, &stdout, &stderr); err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
-	out := stdout.String()
+	out := smoke(t, 2*time.Minute, "-reads", "-read-pods", "60", "-read-runs", "3", "-read-requests", "900",
+		"-read-iterations", "3", "-admin-database-url", adminURL(t))
 	var r readReport
-	last := out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		t.Fatalf("last line is not the -json report: %v\n%s", err, out)
-	}
+	lastJSON(t, out, &r)
 	if r.Fill.Runs != 3 || r.Fill.Pods < 60 || r.Fill.Requests < 900 || r.Fill.Events <= r.Fill.Requests {
 		t.Errorf("fill = %+v; want 3 runs, ≥ 60 pods, ≥ 900 requests and more events than requests", r.Fill)
 	}
@@ -57,7 +39,7 @@ func TestReadsBadFlags(t *testing.T) {
 		{"-reads", "-read-requests", "-1"},
 	} {
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), append([]string{"schedlens-bench"}, args...), func(string) string { return "" }, &stdout, &stderr)
+		err := run(context.Background(), append([]string{"schedlens-bench"}, args...), noEnv, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), "-read-") {
 			t.Errorf("%v: err = %v, want a usage error naming the flag", args, err)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/prober"
 	"github.com/schedlens/schedlens/internal/publisher"
 )
@@ -248,15 +249,8 @@ func (r *running) stop(t *testing.T) {
 // streamEnvelopes reads every envelope in the SCHEDLENS stream of the server at url.
 func streamEnvelopes(t *testing.T, url string) []*events.Envelope {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.Connect(t, url)
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, bus.StreamName)

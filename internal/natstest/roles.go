@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/natsserver"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // The users of a server started with StartWithRoles.
@@ -33,12 +33,7 @@ const Account = "SCHEDLENS"
 // use its inbox prefix (InboxPrefix) for replies. The server is shut down when the test ends.
 func StartWithRoles(t testing.TB, consumer string) *Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick a port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testnet.FreePort(t)
 	passwords := map[string]string{}
 	for _, role := range []string{RoleAdmin, RoleCollector, RoleCorrelator} {
 		passwords[role] = randomPassword()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // Private is a Postgres server of a test's own — initdb'd into a temporary directory, on a free
@@ -90,7 +90,7 @@ func NewPrivate(t testing.TB) *Private {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	p := &Private{t: t, bin: bin, dir: filepath.Join(root, "data"), sock: root, port: freePort(t)}
+	p := &Private{t: t, bin: bin, dir: filepath.Join(root, "data"), sock: root, port: testnet.FreePort(t)}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -201,14 +201,4 @@ func CheckURL(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return store.CheckServer(ctx, url)
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -55,19 +55,7 @@ func BenchmarkProber1000(b *testing.B) {
 		ips = append(ips, ip)
 	}
 
-	nsrv := natstest.Start(b)
-	nc, err := bus.Connect(nsrv.URL(), "bench", slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := bus.EnsureStream(context.Background(), js, bus.StreamConfig{}); err != nil {
-		b.Fatal(err)
-	}
+	js := natstest.Start(b).Stream()
 	reg := prometheus.NewRegistry()
 	pub := publisher.New(js, nil, publisher.DefaultConfig(), slog.New(slog.DiscardHandler), reg)
 	pubCtx, stopPub := context.WithCancel(context.Background())

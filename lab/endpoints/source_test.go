@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/testnet"
 	"github.com/schedlens/schedlens/lab/endpoints"
 	"github.com/schedlens/schedlens/lab/sim"
 )
@@ -80,22 +81,11 @@ func loopbackIP() string {
 	return fmt.Sprintf("127.%d.%d.%d", ipBase, n/250, 1+n%250)
 }
 
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // testConfig is a Config on free ports with a fast reconcile.
 func testConfig(t *testing.T) endpoints.Config {
 	return endpoints.Config{
-		Port:      freePort(t),
-		DCGMPort:  freePort(t),
+		Port:      testnet.FreePort(t),
+		DCGMPort:  testnet.FreePort(t),
 		Seed:      42,
 		Reconcile: 10 * time.Millisecond,
 	}

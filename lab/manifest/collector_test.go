@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/logbuf"
 	"github.com/schedlens/schedlens/internal/natstest"
+	"github.com/schedlens/schedlens/internal/testnet"
 )
 
 // serviceAccountClient returns a kubeconfig file and a clientset that authenticate as the
@@ -55,38 +53,6 @@ func serviceAccountClient(t *testing.T, ns, name string) (string, kubernetes.Int
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// collectorEnv is the environment the chart gives the collector container (plain values only),
-// for running the same collector outside a pod.
-func collectorEnv(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
-	t.Helper()
-	for _, u := range objs {
-		if u.GetKind() != "Deployment" || !strings.HasSuffix(u.GetName(), "-collector") {
-			continue
-		}
-		var d appsv1.Deployment
-		fromUnstructured(t, u, &d)
-		env := map[string]string{}
-		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
-			if e.ValueFrom == nil {
-				env[e.Name] = e.Value
-			}
-		}
-		return env
-	}
-	t.Fatal("no collector Deployment rendered")
-	return nil
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // process is a started binary whose output the test keeps.
 type process struct {
@@ -179,12 +145,12 @@ func TestCollectorRunsWithTheChartsServiceAccount(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			ns := "rbac-" + s.name[:2]
 			objs := installScenario(t, s, ns)
-			env := collectorEnv(t, objs)
+			env := deploymentEnv(t, objs, "-collector")
 			kubeconfig, sa := serviceAccountClient(t, ns, ns+"-schedlens")
 			if got := env["SCHEDLENS_INGEST_ADDR"]; got != ":9102" {
 				t.Errorf("the chart gives the collector SCHEDLENS_INGEST_ADDR %q, want \":9102\" (collector.ingestPort)", got)
 			}
-			metrics, ingest := freeAddr(t), freeAddr(t)
+			metrics, ingest := testnet.FreeAddr(t), testnet.FreeAddr(t)
 			env["SCHEDLENS_NATS_URL"] = nats
 			env["SCHEDLENS_METRICS_ADDR"] = metrics
 			env["SCHEDLENS_INGEST_ADDR"] = ingest
