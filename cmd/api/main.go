@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -42,15 +41,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "-auth kubernetes: kubeconfig of the API server that reviews tokens (default: in-cluster config, else ~/.kube/config)")
 	config.TLSFlags(fs, &tlsFiles.CertFile, &tlsFiles.KeyFile)
 	log.Define(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: api [flags]\n       api compare [flags] NAME   (flags before or after NAME)\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs.UsageText("usage: api [flags]\n       api compare [flags] NAME   (flags before or after NAME)\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
 	// Flags may come before, between or after `compare` and NAME.
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := fs.ParseOrHelp(args[1:]); help || err != nil {
 		return err
 	}
 	pos := fs.Args()

@@ -17,7 +17,7 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 	url := pgtest.URL(t)
 	env := func(k string) string {
 		if k == "SCHEDLENS_DATABASE_URL" {
-			return "postgres://root@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+			return pgtest.UnreachableURL("root")
 		}
 		return ""
 	}
@@ -52,7 +52,7 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 func TestNonLoopbackWithoutAuthRefusesToStart(t *testing.T) {
 	env := func(k string) string {
 		if k == "SCHEDLENS_DATABASE_URL" {
-			return "postgres://root@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+			return pgtest.UnreachableURL("root")
 		}
 		return ""
 	}
@@ -91,7 +91,7 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 	const password = "s3cret-pw-do-not-print"
 	env := func(k string) string {
 		if k == "SCHEDLENS_DATABASE_URL" {
-			return "postgres://schedlens:" + password + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+			return pgtest.UnreachableURL("schedlens:" + password)
 		}
 		return ""
 	}

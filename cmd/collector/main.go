@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -152,16 +150,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.String(&o.probe.Default.Path, "probe-path", "SCHEDLENS_PROBE_PATH", prdef.Default.Path, "prober: path when the experiment names no request (run)")
 	fs.Int64(&o.probe.MaxBody, "probe-max-body", "SCHEDLENS_PROBE_MAX_BODY", prdef.MaxBody, "prober: response bytes read into memory per request (run)")
 	fs.Int(&o.probe.MaxPods, "probe-max-pods", "SCHEDLENS_PROBE_MAX_PODS", prdef.MaxPods, "prober: pods probed at once; more wait for a slot, counted (run)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
+	fs.UsageText(usageText)
 
 	// Flags may come before or after the command and its arguments.
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := fs.ParseOrHelp(args[1:]); help || err != nil {
 		return err
 	}
 	cmd, pos := "run", fs.Args()

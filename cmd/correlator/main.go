@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -52,16 +50,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	config.Labels(fs, &o.Labels)
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
 	log.Define(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
+	fs.UsageText(usageText)
 
 	// Flags may come before or after the command.
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := fs.ParseOrHelp(args[1:]); help || err != nil {
 		return err
 	}
 	cmd, rest := "serve", fs.Args()

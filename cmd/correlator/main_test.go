@@ -15,7 +15,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 	url := pgtest.URL(t)
 	env := func(k string) string {
 		if k == "SCHEDLENS_DATABASE_URL" {
-			return "postgres://root@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+			return pgtest.UnreachableURL("root")
 		}
 		return ""
 	}
@@ -51,7 +51,7 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 	env := func(k string) string {
 		switch k {
 		case "SCHEDLENS_DATABASE_URL":
-			return "postgres://schedlens:" + dbPassword + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+			return pgtest.UnreachableURL("schedlens:" + dbPassword)
 		case "SCHEDLENS_NATS_URL":
 			return "nats://correlator:" + natsPassword + "@127.0.0.1:1"
 		}

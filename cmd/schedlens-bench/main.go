@@ -9,8 +9,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -106,14 +104,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	o.log.Define(fs)
 	o.lag.define(fs)
 	o.memory.define(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	fs.UsageText(usageText)
+	if help, err := fs.ParseOrHelp(args[1:]); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

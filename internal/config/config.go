@@ -132,6 +132,24 @@ func (f *FlagSet) Parse(args []string) error {
 	return nil
 }
 
+// UsageText makes the usage text, then the flags and their defaults.
+func (f *FlagSet) UsageText(text string) {
+	f.Usage = func() {
+		fmt.Fprint(f.Output(), text)
+		f.PrintDefaults()
+	}
+}
+
+// ParseOrHelp is Parse for a process's command line: a request for help (-h, which has printed
+// the usage) is help, not an error.
+func (f *FlagSet) ParseOrHelp(args []string) (help bool, err error) {
+	err = f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return true, nil
+	}
+	return false, err
+}
+
 // Args returns the positional arguments, wherever they stood among the flags.
 func (f *FlagSet) Args() []string { return f.args }
 

@@ -64,3 +64,28 @@ func TestParseBadFlagAfterArgument(t *testing.T) {
 		t.Errorf("-h after a command: %v, want flag.ErrHelp", err)
 	}
 }
+
+// A process's command line: -h prints the usage text and the flags, and is help, not an error;
+// a bad flag is an error; anything else parses.
+func TestParseOrHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		help, err bool
+	}{
+		{args: []string{"run", "-h"}, help: true},
+		{args: []string{"-no-such-flag"}, err: true},
+		{args: []string{"run", "-n", "2"}},
+	} {
+		var out strings.Builder
+		fs := config.New("test", func(string) string { return "" }, &out)
+		fs.Int(new(int), "n", "", 1, "how many")
+		fs.UsageText("usage: test [flags]\n")
+		help, err := fs.ParseOrHelp(tc.args)
+		if help != tc.help || (err != nil) != tc.err {
+			t.Errorf("%q: help %v, err %v; want help %v, an error %v", tc.args, help, err, tc.help, tc.err)
+		}
+		if printed := strings.Contains(out.String(), "usage: test [flags]\n") && strings.Contains(out.String(), "how many"); printed != (tc.help || tc.err) {
+			t.Errorf("%q: usage printed %v, output %q", tc.args, printed, out.String())
+		}
+	}
+}

@@ -23,6 +23,13 @@ func AdminURL() string {
 	return "postgres://root@127.0.0.1:5432/test?sslmode=disable"
 }
 
+// UnreachableURL is a Postgres URL, as userinfo (user or user:password), that nothing answers
+// (port 1 of loopback; connect_timeout 2 s): what a test puts in the environment to show that
+// only an honoured flag reaches a database.
+func UnreachableURL(userinfo string) string {
+	return "postgres://" + userinfo + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
+}
+
 // Unavailable ends a test that cannot reach a service it needs: a failure in CI (CI=true), a
 // skip with the reason elsewhere. It never lets the test pass silently.
 func Unavailable(t testing.TB, format string, args ...any) {

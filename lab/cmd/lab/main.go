@@ -9,8 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,10 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int(&seed, "seed", "SCHEDLENS_LAB_SEED", 20, "seed of the simulation")
 	fs.BoolVar(&o.exit, "exit", false, "demo: stop after printing the summary")
 	o.log.Define(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
+	fs.UsageText(usageText)
 	rest := args[1:]
 	if len(rest) > 0 && rest[0] == "preflight" {
 		// Its own flags and exit statuses (1: errors found, 2: bad usage or input).
@@ -91,10 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return config.Usagef("a command is required")
 	}
 	cmd := rest[0]
-	if err := fs.Parse(rest[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := fs.ParseOrHelp(rest[1:]); help || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
