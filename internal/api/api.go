@@ -125,12 +125,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tl, err := s.db.Timeline(r.Context(), uid)
-	if errors.Is(err, store.ErrNotFound) {
-		problem(w, http.StatusNotFound, "Unknown pod", fmt.Sprintf("no events about pod %s", uid))
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
+	if s.failed(w, r, err, "Unknown pod", fmt.Sprintf("no events about pod %s", uid)) {
 		return
 	}
 	writeJSON(w, tl)
@@ -144,6 +139,13 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	}
 	f := store.PodFilter{Experiment: q.Get("experiment"), Arm: q.Get("arm"), Run: q.Get("run"), Namespace: q.Get("namespace"), Node: q.Get("node")}
 	page, err := s.db.ListPods(r.Context(), f, limit, q.Get("cursor"))
+	s.writePage(w, r, err, "pods", page.Pods, page.NextCursor)
+}
+
+// writePage answers with one page of a cursor-paged list (/v1/pods, /v1/unattributed-requests):
+// its items under key and next_cursor, null on the last page; or, when err, the problem it is, a
+// 400 for a cursor the endpoint did not hand out.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, err error, key string, items any, nextCursor string) {
 	if errors.Is(err, store.ErrBadCursor) {
 		problem(w, http.StatusBadRequest, "Bad cursor", "cursor must be a next_cursor value returned by this endpoint")
 		return
@@ -153,10 +155,10 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
+	if nextCursor != "" {
+		next = &nextCursor
 	}
-	writeJSON(w, map[string]any{"pods": page.Pods, "next_cursor": next})
+	writeJSON(w, map[string]any{key: items, "next_cursor": next})
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
@@ -194,12 +196,7 @@ func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 		minGap = d
 	}
 	arms, err := s.db.RunInterruptions(r.Context(), name, r.URL.Query().Get("namespace"), run, minGap)
-	if errors.Is(err, store.ErrNotFound) {
-		problem(w, http.StatusNotFound, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run))
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
+	if s.failed(w, r, err, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run)) {
 		return
 	}
 	writeJSON(w, map[string]any{"experiment": name, "run": run, "min_gap_seconds": minGap.Seconds(), "arms": arms})
@@ -217,6 +214,21 @@ func parseLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// failed answers with the problem err is, if any: a 404 with title and detail when the store
+// found nothing (store.ErrNotFound), internal's answer otherwise. It reports whether it answered,
+// so that a handler reading one thing by name needs one check.
+func (s *Server) failed(w http.ResponseWriter, r *http.Request, err error, title, detail string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
+		problem(w, http.StatusNotFound, title, detail)
+	default:
+		s.internal(w, r, err)
+	}
+	return true
 }
 
 // internal logs an unexpected error and answers 500 without leaking its text; a query the

@@ -28,12 +28,7 @@ func (s *Server) listExperiments(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) experiment(w http.ResponseWriter, r *http.Request) {
 	e, err := s.db.Experiment(r.Context(), chi.URLParam(r, "name"))
-	if errors.Is(err, store.ErrNotFound) {
-		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", chi.URLParam(r, "name")))
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
+	if s.failed(w, r, err, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", chi.URLParam(r, "name"))) {
 		return
 	}
 	writeJSON(w, e)

@@ -3,20 +3,15 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 )
 
 // fuzzRoutes build a request from three fuzzed strings: every route with query parameters or
@@ -58,21 +53,12 @@ func query(kv ...string) string {
 
 // fuzzAPI is the api over a database of its own holding the generated day20 experiment.
 func fuzzAPI(f *testing.F) (http.Handler, []*events.Envelope) {
-	db, err := store.Open(context.Background(), pgtest.URL(f), slog.New(slog.DiscardHandler))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(db.Close)
+	db := apitest.DB(f)
 	envs := eventgen.Generate(eventgen.Default())
 	if _, err := db.Append(context.Background(), envs, nil); err != nil {
 		f.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	h, err := api.New(db, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		f.Fatal(err)
-	}
-	return h, envs
+	return apitest.Handler(f, db), envs
 }
 
 // checkAnswer fails on a 5xx, or a 4xx that is not problem+json.

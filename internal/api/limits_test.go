@@ -5,36 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/schedlens/schedlens/internal/api"
-	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/store"
 )
-
-// openAPI serves the api over a new database of its own.
-func openAPI(t *testing.T) (*httptest.Server, *store.DB) {
-	t.Helper()
-	db, err := store.Open(context.Background(), pgtest.URL(t), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	reg := prometheus.NewRegistry()
-	h, err := api.New(db, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv, db
-}
 
 type problemDoc struct {
 	Status int
@@ -66,7 +44,7 @@ func do(t *testing.T, method, url, body string, chunked bool) (*http.Response, p
 // A body beyond api.MaxBodyBytes is a 413 problem, declared or found while reading; one within
 // it is read as before.
 func TestBodiesBeyondTheLimitAre413(t *testing.T) {
-	srv, _ := openAPI(t)
+	srv := apitest.Serve(t, apitest.DB(t))
 	big := `{"name":"day20","change":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`
 	lookup := `{"ids":["` + strings.Repeat("x", api.MaxBodyBytes) + `"]}`
 	for _, tc := range []struct {
@@ -96,7 +74,8 @@ func TestBodiesBeyondTheLimitAre413(t *testing.T) {
 // GET /v1/dead-letters stays within its byte budget however large the poison messages, and
 // says what it cut.
 func TestDeadLettersPageIsCapped(t *testing.T) {
-	srv, db := openAPI(t)
+	db := apitest.DB(t)
+	srv := apitest.Serve(t, db)
 	var dead []store.DeadLetter
 	for i := range 80 {
 		dead = append(dead, store.DeadLetter{Stream: "SCHEDLENS", Seq: uint64(i + 1), Subject: "schedlens.v1.lab.request",

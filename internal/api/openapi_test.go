@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,25 +11,21 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/compare"
 )
 
 // The OpenAPI document lists exactly the routes the router serves, method by method.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h, err := api.New(nil, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := apitest.Handler(t, nil)
 	routes, ok := h.(chi.Routes)
 	if !ok {
 		t.Fatalf("api.New returned %T, not a chi router", h)
 	}
 	var served []string
-	err = chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err := chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if method == "GET" || method == "PUT" || method == "POST" || method == "DELETE" || method == "PATCH" {
 			served = append(served, strings.ToLower(method)+" "+route)
 		}

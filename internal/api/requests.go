@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -57,17 +56,5 @@ func (s *Server) unattributed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := s.db.Unattributed(r.Context(), store.UnattributedFilter{Cluster: q.Get("cluster"), Source: q.Get("source")}, limit, q.Get("cursor"))
-	if errors.Is(err, store.ErrBadCursor) {
-		problem(w, http.StatusBadRequest, "Bad cursor", "cursor must be a next_cursor value returned by this endpoint")
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	writeJSON(w, map[string]any{"unattributed_requests": page.Requests, "next_cursor": next})
+	s.writePage(w, r, err, "unattributed_requests", page.Requests, page.NextCursor)
 }

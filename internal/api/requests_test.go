@@ -2,26 +2,16 @@ package api_test
 
 import (
 	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 )
 
 // Bad lookups and bad pages are 400 problem+json, answered before the database is asked.
 func TestRequestLookupRejectsBadBodies(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h, err := api.New(nil, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := apitest.Serve(t, nil)
 	many := `{"ids":[` + strings.TrimSuffix(strings.Repeat(`"x",`, 1001), ",") + `]}`
 	for _, tc := range []struct{ method, path, body, detail string }{
 		{"POST", "/v1/requests/lookup", `not json`, "want {\"ids\""},

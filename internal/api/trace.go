@@ -1,13 +1,11 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/trace"
 )
 
@@ -15,12 +13,7 @@ import (
 func (s *Server) runTrace(w http.ResponseWriter, r *http.Request) {
 	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
 	d, err := s.db.RunDetail(r.Context(), name, r.URL.Query().Get("namespace"), run)
-	if errors.Is(err, store.ErrNotFound) {
-		problem(w, http.StatusNotFound, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run))
-		return
-	}
-	if err != nil {
-		s.internal(w, r, err)
+	if s.failed(w, r, err, "Run not found", fmt.Sprintf("no pods of experiment %q run %q", name, run)) {
 		return
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", fmt.Sprintf("%s-run-%s.trace.json", name, run)))

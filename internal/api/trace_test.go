@@ -1,19 +1,15 @@
 package api_test
 
 import (
-	"encoding/json"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/pipetest"
 	"github.com/schedlens/schedlens/internal/trace"
@@ -25,25 +21,19 @@ import (
 func TestRunTraceMatchesTimelines(t *testing.T) {
 	p := pipetest.Start(t)
 	p.Publish(eventgen.Generate(eventgen.Default()))
-	reg := prometheus.NewRegistry()
-	h, err := api.New(p.DB, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := apitest.Serve(t, p.DB)
 
 	var pods struct {
 		Pods []align.Summary `json:"pods"`
 	}
-	getJSON(t, srv.URL+"/v1/pods?experiment=day20&run=2&limit=1000", &pods)
+	apitest.GetJSON(t, srv.URL+"/v1/pods?experiment=day20&run=2&limit=1000", &pods)
 	var all struct {
 		Pods []align.Summary `json:"pods"`
 	}
-	getJSON(t, srv.URL+"/v1/pods?limit=1000", &all)
+	apitest.GetJSON(t, srv.URL+"/v1/pods?limit=1000", &all)
 
 	var tr trace.Trace
-	getJSON(t, srv.URL+"/v1/experiments/day20/runs/2/trace.json", &tr)
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day20/runs/2/trace.json", &tr)
 	if tr.DisplayTimeUnit == "" || len(tr.TraceEvents) == 0 {
 		t.Fatalf("trace has no events or no displayTimeUnit: %+v", tr.OtherData)
 	}
@@ -162,20 +152,5 @@ func TestRunTraceMatchesTimelines(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Errorf("unknown run: %d %s, want 404 problem+json", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
 	}
 }

@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,10 +16,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
@@ -78,33 +77,11 @@ func browser(t testing.TB) context.Context {
 // serve runs the api with the UI over the pipeline's database.
 func serve(t testing.TB, p *pipetest.Pipeline) *httptest.Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
 	web, err := ui.New(p.DB, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(p.DB, slog.New(slog.DiscardHandler), reg, reg, api.WithUI(web))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func getJSON(t testing.TB, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
+	return apitest.Serve(t, p.DB, api.WithUI(web))
 }
 
 func screenshot(t testing.TB, ctx context.Context, name string) {
@@ -186,7 +163,7 @@ func TestBrowserViews(t *testing.T) {
 	srv := serve(t, p)
 
 	var cmpJSON api.Comparison
-	getJSON(t, srv.URL+"/v1/experiments/day20/comparison", &cmpJSON)
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day20/comparison", &cmpJSON)
 	wantBadges := map[string]string{}
 	for _, a := range cmpJSON.Arms {
 		if !a.Baseline {
@@ -207,8 +184,8 @@ func TestBrowserViews(t *testing.T) {
 		var pods, everyone struct {
 			Pods []align.Summary `json:"pods"`
 		}
-		getJSON(t, srv.URL+"/v1/pods?experiment=day20&run=1&limit=1000", &pods)
-		getJSON(t, srv.URL+"/v1/pods?limit=1000", &everyone)
+		apitest.GetJSON(t, srv.URL+"/v1/pods?experiment=day20&run=1&limit=1000", &pods)
+		apitest.GetJSON(t, srv.URL+"/v1/pods?limit=1000", &everyone)
 		do(t, ctx, chromedp.Navigate(srv.URL+"/ui/experiments/day20/runs/1"), chromedp.WaitVisible(chromedp.CSS(`#timeline`)))
 		lanes := eval[[]lane](t, ctx, readLanes)
 		arrows := eval[[][2]string](t, ctx, readArrows)
@@ -312,10 +289,10 @@ func TestBrowserViews(t *testing.T) {
 		var pods struct {
 			Pods []align.Summary `json:"pods"`
 		}
-		getJSON(t, srv.URL+"/v1/pods?experiment=day20&arm=priority&run=2", &pods)
+		apitest.GetJSON(t, srv.URL+"/v1/pods?experiment=day20&arm=priority&run=2", &pods)
 		uid := pods.Pods[0].Pod.UID
 		var tl align.Timeline
-		getJSON(t, srv.URL+"/v1/pods/"+uid+"/timeline", &tl)
+		apitest.GetJSON(t, srv.URL+"/v1/pods/"+uid+"/timeline", &tl)
 		do(t, ctx, chromedp.Navigate(srv.URL+"/ui/pods/"+uid), chromedp.WaitVisible(chromedp.CSS(`#pod-timeline`)))
 		rows := eval[int](t, ctx, `document.querySelectorAll('#events tbody tr').length`)
 		markers := eval[int](t, ctx, `document.querySelectorAll('#pod-timeline [data-milestone]').length`)

@@ -314,27 +314,20 @@ func (in *Input) object(file string, base int, js []byte, node *yamlv3.Node, def
 		}
 		return true // unknown fields are reported, the object is still checked
 	}
+	workload := func(obj any) {
+		if decode(obj) {
+			in.addWorkload(o, obj)
+		}
+	}
 	switch {
 	case meta.Kind == "Deployment" && group == "apps":
-		var d appsv1.Deployment
-		if decode(&d) {
-			in.addWorkload(o, &d)
-		}
+		workload(&appsv1.Deployment{})
 	case meta.Kind == "StatefulSet" && group == "apps":
-		var s appsv1.StatefulSet
-		if decode(&s) {
-			in.addWorkload(o, &s)
-		}
+		workload(&appsv1.StatefulSet{})
 	case meta.Kind == "Job" && group == "batch":
-		var j batchv1.Job
-		if decode(&j) {
-			in.addWorkload(o, &j)
-		}
+		workload(&batchv1.Job{})
 	case meta.Kind == "Pod" && meta.APIVersion == "v1":
-		var p corev1.Pod
-		if decode(&p) {
-			in.addWorkload(o, &p)
-		}
+		workload(&corev1.Pod{})
 	case meta.Kind == "PodDisruptionBudget" && group == "policy":
 		var p policyv1.PodDisruptionBudget
 		if decode(&p) {

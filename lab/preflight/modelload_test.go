@@ -5,22 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/preflight"
 )
@@ -30,11 +24,7 @@ import (
 // an error, just over it is not, and an arm without data falls back to its experiment's.
 func TestModelLoadFromAPI(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, pgtest.URL(t), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := apitest.DB(t)
 	f, err := os.Open("../../testdata/sample.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -53,13 +43,7 @@ func TestModelLoadFromAPI(t *testing.T) {
 	if _, err := db.Append(ctx, envs, nil); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	h, err := api.New(db, slog.New(slog.DiscardHandler), reg, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := apitest.Serve(t, db)
 
 	// The slowest model load of the affinity arm, read page by page (one pod a page).
 	slowest := -1.0

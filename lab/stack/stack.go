@@ -247,15 +247,21 @@ func (s *Stack) Idle(ctx context.Context) (bool, error) {
 	if r := s.current(); r != nil && r.app.Buffered() > 0 {
 		return false, nil
 	}
-	cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
-	if err != nil {
-		return false, err
-	}
-	info, err := cons.Info(ctx)
+	info, err := s.consumerInfo(ctx)
 	if err != nil {
 		return false, err
 	}
 	return info.NumPending == 0 && info.NumAckPending == 0, nil
+}
+
+// consumerInfo is the state of the correlator's durable consumer of the stream: how far it has
+// read and acknowledged.
+func (s *Stack) consumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
+	if err != nil {
+		return nil, err
+	}
+	return cons.Info(ctx)
 }
 
 // CaughtUp waits until everything published so far is stored: the collector's buffer is
@@ -291,11 +297,7 @@ func (s *Stack) CaughtUp(ctx context.Context) error {
 	}
 	last := info.State.LastSeq
 	return poll(func() (bool, error) {
-		cons, err := s.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
-		if err != nil {
-			return false, err
-		}
-		ci, err := cons.Info(ctx)
+		ci, err := s.consumerInfo(ctx)
 		if err != nil {
 			return false, err
 		}
