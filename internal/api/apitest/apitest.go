@@ -3,7 +3,6 @@
 package apitest
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -20,12 +19,7 @@ import (
 // DB opens the store over a new database of the test's own (pgtest.URL), closed after it.
 func DB(t testing.TB) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), pgtest.URL(t), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
+	return pgtest.Open(t, pgtest.URL(t))
 }
 
 // Handler is the api over db (nil serves the routes that answer before asking it), with its

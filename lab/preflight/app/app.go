@@ -5,8 +5,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,19 +79,15 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	o.log.Level = "warn"
 	fs.String(&o.log.Level, "log-level", config.EnvLogLevel, "warn", "log level: debug, info, warn or error")
 	fs.String(&o.log.Format, "log-format", config.EnvLogFormat, "text", "log format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
+	fs.UsageText(usageText)
 	usage := func(format string, a ...any) int {
 		fs.Usage()
 		fmt.Fprintf(stderr, "lab preflight: "+format+"\n", a...)
 		return ExitUsage
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
+	if help, err := fs.ParseOrHelp(args); help {
+		return ExitOK
+	} else if err != nil {
 		return ExitUsage
 	}
 	o.files = append(o.files, fs.Args()...)
