@@ -15,12 +15,7 @@ import (
 // empty test database and its answer that there is no such experiment.
 func TestCompareFlagsInAnyOrder(t *testing.T) {
 	url := pgtest.URL(t)
-	env := func(k string) string {
-		if k == "SCHEDLENS_DATABASE_URL" {
-			return pgtest.UnreachableURL("root")
-		}
-		return ""
-	}
+	env := pgtest.UnreachableEnv("root")
 	for _, args := range [][]string{
 		{"compare", "day99", "-database-url", url, "-baseline", "control"},
 		{"compare", "-database-url", url, "-baseline", "control", "day99"},
@@ -50,12 +45,7 @@ func TestCompareFlagsInAnyOrder(t *testing.T) {
 // Without authentication the api refuses a non-loopback address, saying how to proceed; with
 // -insecure-no-auth it goes on (here to an unreachable database).
 func TestNonLoopbackWithoutAuthRefusesToStart(t *testing.T) {
-	env := func(k string) string {
-		if k == "SCHEDLENS_DATABASE_URL" {
-			return pgtest.UnreachableURL("root")
-		}
-		return ""
-	}
+	env := pgtest.UnreachableEnv("root")
 	for _, addr := range []string{":0", "0.0.0.0:0"} {
 		err := run(context.Background(), []string{"api", "-http-addr", addr}, env, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), "not a loopback address") || !strings.Contains(err.Error(), "-insecure-no-auth") {
@@ -89,12 +79,7 @@ func TestNonLoopbackWithoutAuthRefusesToStart(t *testing.T) {
 // in the error of a failed connection.
 func TestSecretsAreNotPrinted(t *testing.T) {
 	const password = "s3cret-pw-do-not-print"
-	env := func(k string) string {
-		if k == "SCHEDLENS_DATABASE_URL" {
-			return pgtest.UnreachableURL("schedlens:" + password)
-		}
-		return ""
-	}
+	env := pgtest.UnreachableEnv("schedlens:" + password)
 	for _, args := range [][]string{{"-h"}, {"-no-such-flag"}, {"-gpu-idle-threshold", "200"}, {"compare", "day1"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"api"}, args...), env, &stdout, &stderr)

@@ -13,12 +13,7 @@ import (
 // unreachable server, so an ignored flag fails).
 func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 	url := pgtest.URL(t)
-	env := func(k string) string {
-		if k == "SCHEDLENS_DATABASE_URL" {
-			return pgtest.UnreachableURL("root")
-		}
-		return ""
-	}
+	env := pgtest.UnreachableEnv("root")
 	for _, args := range [][]string{
 		{"migrate", "-database-url", url},
 		{"-database-url", url, "migrate"},

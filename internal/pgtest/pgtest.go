@@ -30,6 +30,17 @@ func UnreachableURL(userinfo string) string {
 	return "postgres://" + userinfo + "@127.0.0.1:1/nothing?sslmode=disable&connect_timeout=2"
 }
 
+// UnreachableEnv is a getenv whose SCHEDLENS_DATABASE_URL is UnreachableURL(userinfo) and that
+// sets nothing else.
+func UnreachableEnv(userinfo string) func(string) string {
+	return func(k string) string {
+		if k == "SCHEDLENS_DATABASE_URL" {
+			return UnreachableURL(userinfo)
+		}
+		return ""
+	}
+}
+
 // Unavailable ends a test that cannot reach a service it needs: a failure in CI (CI=true), a
 // skip with the reason elsewhere. It never lets the test pass silently.
 func Unavailable(t testing.TB, format string, args ...any) {
