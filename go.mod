@@ -18,6 +18,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/testcontainers/testcontainers-go v0.45.0
 	github.com/tsenart/vegeta/v12 v12.13.0
+	go.yaml.in/yaml/v2 v2.4.4
 	golang.org/x/sync v0.25.0
 	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.37.2
@@ -115,7 +116,6 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect

@@ -2,11 +2,13 @@ package kube
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -123,13 +125,39 @@ func present(data map[string]string, key string) (string, bool) {
 	return v, v != ""
 }
 
-// parseYAML reads YAML (JSON included) the way JSON decodes it.
+// parseYAML reads YAML (JSON included) the way JSON decodes it. Two keys of one mapping that
+// are the same once written as text (0 and 0.0, 1 and "1") are an error: the conversion keeps
+// one of them, and which one changes from run to run (found by FuzzExperimentOf).
 func parseYAML(raw string) (any, error) {
 	var v any
 	if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, err
 	}
+	var typed any // the same document with its keys as YAML typed them
+	if err := yamlv2.Unmarshal([]byte(raw), &typed); err == nil && entries(typed) != entries(v) {
+		return nil, errors.New("two keys of a mapping read as the same text (such as 0 and 0.0)")
+	}
 	return v, nil
+}
+
+// entries counts the keys of every mapping in a parsed document, YAML's or JSON's.
+func entries(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[any]any:
+		for _, e := range v {
+			n += 1 + entries(e)
+		}
+	case map[string]any:
+		for _, e := range v {
+			n += 1 + entries(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += entries(e)
+		}
+	}
+	return n
 }
 
 // parseList reads a YAML or JSON list, kept as parsed, or a comma-separated list of names.

@@ -86,6 +86,24 @@ func TestExperimentOf(t *testing.T) {
 				},
 			},
 		},
+		{
+			// Keys that are one once written as text: an error, not one of them chosen at random.
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Labels = nil
+				cm.Data = map[string]string{"arms": "control", "thresholds": "{1: 0.5, 1.0: 0.9}", "fixed": "{model: m, gpu: {0: a, 0.0: b}}"}
+			},
+			want: events.Experiment{
+				Name:     "day20-experiment",
+				Fixed:    &events.Workload{Text: "{model: m, gpu: {0: a, 0.0: b}}"}, // kept raw
+				Baseline: "control",
+				Arms:     []events.ArmSpec{{Name: "control", Bare: true}},
+				Errors: []string{
+					"fixed: want a YAML or JSON object: two keys of a mapping read as the same text (such as 0 and 0.0)",
+					"thresholds: want a YAML or JSON object: two keys of a mapping read as the same text (such as 0 and 0.0)",
+				},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.configMap, func(t *testing.T) {
