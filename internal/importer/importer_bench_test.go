@@ -53,13 +53,13 @@ func BenchmarkImport(b *testing.B) {
 		}
 		withReadBack += time.Since(start)
 
-		before, _ := p.db.Stats(ctx)
+		before, _ := p.DB.Stats(ctx)
 		more := rowsFor(2*i + 1)
 		start = time.Now()
 		if _, err := importer.Run(ctx, importer.Config{Cluster: "lab"}, more, 0, p.publish, p.client.Lookup); err != nil {
 			b.Fatal(err)
 		}
-		for st, _ := p.db.Stats(ctx); st.ByKind["request"] < before.ByKind["request"]+n; st, _ = p.db.Stats(ctx) {
+		for st, _ := p.DB.Stats(ctx); st.ByKind["request"] < before.ByKind["request"]+n; st, _ = p.DB.Stats(ctx) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		without += time.Since(start)

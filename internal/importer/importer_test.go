@@ -10,19 +10,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/eventstest"
 	"github.com/schedlens/schedlens/internal/importer"
 	"github.com/schedlens/schedlens/internal/ingest"
-	"github.com/schedlens/schedlens/internal/natstest"
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/pipetest"
 )
 
 var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
@@ -30,56 +26,33 @@ var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
 // pipeline is the real thing in process: JetStream, a correlator (unless not started), Postgres
 // and the API's handler.
 type pipeline struct {
+	*pipetest.Pipeline
 	t      testing.TB
-	js     jetstream.JetStream
-	db     *store.DB
 	client *importer.Client
 }
 
 func newPipeline(t testing.TB, withCorrelator bool) *pipeline {
 	t.Helper()
-	js := natstest.Start(t).Stream()
-	ctx := context.Background()
-	db := pgtest.Open(t, pgtest.URL(t))
+	p := pipetest.Open(t)
 	if withCorrelator {
-		cfg := correlator.DefaultConfig()
-		cfg.BatchWait = 20 * time.Millisecond
-		c, err := correlator.New(js, db, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { _ = c.Run(cctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
+		p.StartCorrelator()
 	}
 	reg := prometheus.NewRegistry()
-	h, err := api.New(db, slog.New(slog.DiscardHandler), reg, reg)
+	h, err := api.New(p.DB, slog.New(slog.DiscardHandler), reg, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	return &pipeline{t: t, js: js, db: db, client: &importer.Client{BaseURL: hs.URL}}
+	return &pipeline{Pipeline: p, t: t, client: &importer.Client{BaseURL: hs.URL}}
 }
 
 func (p *pipeline) publish(ctx context.Context, envs []*events.Envelope) (importer.Published, error) {
-	res, err := bus.PublishAll(ctx, p.js, envs)
+	res, err := bus.PublishAll(ctx, p.JS, envs)
 	return importer.Published{Acked: res.Published, Duplicates: res.Duplicates, Failed: res.Failed}, err
 }
 
-func (p *pipeline) streamMessages() uint64 {
-	p.t.Helper()
-	s, err := p.js.Stream(context.Background(), bus.StreamName)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return info.State.Msgs
-}
+func (p *pipeline) streamMessages() uint64 { return p.StreamState().Msgs }
 
 // pods publishes snapshots of two Running pods of cluster lab with their IPs, seen from t0,
 // and waits until they are stored.
@@ -96,7 +69,7 @@ func (p *pipeline) pods() {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st, err := p.db.Stats(context.Background())
+		st, err := p.DB.Stats(context.Background())
 		if err == nil && st.PodsTotal == 2 {
 			return
 		}
@@ -189,7 +162,7 @@ GET /v1/unattributed-requests lists every result that waits
 	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "1 results wait for a pod (-require-attributed)") {
 		t.Errorf("-require-attributed with a waiting result: %v", err)
 	}
-	st, err := p.db.Stats(context.Background())
+	st, err := p.DB.Stats(context.Background())
 	if err != nil || st.ByKind["request"] != 8 || st.UnattributedRequestsTotal != 5 {
 		t.Errorf("stats %+v (%v): want 8 requests stored, 5 of them waiting (4 in default, 1 in lab)", st, err)
 	}
@@ -212,7 +185,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for st, _ := p.db.Stats(context.Background()); st.ByKind["request"] != 4; st, _ = p.db.Stats(context.Background()) {
+	for st, _ := p.DB.Stats(context.Background()); st.ByKind["request"] != 4; st, _ = p.DB.Stats(context.Background()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("old import not stored: %+v", st)
 		}
@@ -245,7 +218,7 @@ func TestImportRecognisesPreClusterIDs(t *testing.T) {
 	if _, err := p.publish(context.Background(), []*events.Envelope{eventstest.RoundTrip(t, &oldEnv)}); err != nil {
 		t.Fatal(err)
 	}
-	for st, _ := p.db.Stats(context.Background()); st.ByKind["request"] != 9; st, _ = p.db.Stats(context.Background()) {
+	for st, _ := p.DB.Stats(context.Background()); st.ByKind["request"] != 9; st, _ = p.DB.Stats(context.Background()) {
 		if time.Now().After(deadline) {
 			t.Fatalf("old mapped import not stored: %+v", st)
 		}

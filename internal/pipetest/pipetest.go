@@ -1,13 +1,13 @@
 // Package pipetest fills a test's database through the real pipeline: envelopes published to
 // an in-process NATS JetStream (internal/natstest), consumed by the correlator into the test's
-// own Postgres database (internal/pgtest). Tests of what reads the store (the api, the web UI)
-// use it so that what they read was written the way production writes it.
+// own Postgres database (internal/pgtest). Tests of what reads the store (the api, the web UI,
+// the importer's read-back) use it so that what they read was written the way production
+// writes it.
 package pipetest
 
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"testing"
 	"time"
 
@@ -22,10 +22,12 @@ import (
 	"github.com/schedlens/schedlens/internal/store"
 )
 
-// Pipeline is a running NATS server and correlator over a test database.
+// Pipeline is a running NATS server with schedlens' stream and a test database, and the
+// correlator between them once started.
 type Pipeline struct {
-	t  testing.TB
-	js jetstream.JetStream
+	t testing.TB
+	// JS reaches the stream, for tests that publish through code of their own.
+	JS jetstream.JetStream
 	// DB is the store the correlator writes, for the code under test to read.
 	DB *store.DB
 	// URL is the test database's URL.
@@ -35,62 +37,54 @@ type Pipeline struct {
 // Start runs NATS and a correlator on a new test database until the test ends.
 func Start(t testing.TB) *Pipeline {
 	t.Helper()
-	url := pgtest.URL(t)
-	js := natstest.Start(t).Stream()
-	ctx := context.Background()
-	db, err := store.Open(ctx, url, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	cfg := correlator.DefaultConfig()
-	cfg.BatchWait = 50 * time.Millisecond
-	c, err := correlator.New(js, db, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && runCtx.Err() == nil {
-			t.Errorf("correlator: %v", err)
-		}
-	})
-	return &Pipeline{t: t, js: js, DB: db, URL: url}
+	p := Open(t)
+	p.StartCorrelator()
+	return p
 }
 
-// Publish sends envelopes to the stream as a collector would (Nats-Msg-Id = id) and waits until
-// the correlator has stored every one of them.
+// Open runs NATS with schedlens' stream and opens a new test database, without a correlator:
+// what is published stays in the stream until StartCorrelator.
+func Open(t testing.TB) *Pipeline {
+	t.Helper()
+	url := pgtest.URL(t)
+	return &Pipeline{t: t, JS: natstest.Start(t).Stream(), DB: pgtest.Open(t, url), URL: url}
+}
+
+// StartCorrelator runs a correlator from the stream into the database until the test ends; an
+// error it stops with before then fails the test.
+func (p *Pipeline) StartCorrelator() {
+	p.t.Helper()
+	cfg := correlator.DefaultConfig()
+	cfg.BatchWait = 50 * time.Millisecond
+	c, err := correlator.New(p.JS, p.DB, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	p.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && ctx.Err() == nil {
+			p.t.Errorf("correlator: %v", err)
+		}
+	})
+}
+
+// Publish sends envelopes to the stream as a collector would (bus.PublishAll: Nats-Msg-Id = id)
+// and waits until the correlator has stored every one of them.
 func (p *Pipeline) Publish(envs []*events.Envelope) {
 	p.t.Helper()
-	ctx := context.Background()
-	for chunk := range slices.Chunk(envs, 1000) {
-		futures := make([]jetstream.PubAckFuture, 0, len(chunk))
-		for _, env := range chunk {
-			f, err := p.js.PublishAsync(events.SubjectOf(env), env.Raw, jetstream.WithMsgID(env.ID))
-			if err != nil {
-				p.t.Fatalf("publish %s: %v", env.ID, err)
-			}
-			futures = append(futures, f)
-		}
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				p.t.Fatalf("publish: %v", err)
-			case <-time.After(30 * time.Second):
-				p.t.Fatal("publish: no acknowledgement in 30s")
-			}
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := bus.PublishAll(ctx, p.JS, envs); err != nil {
+		p.t.Fatalf("publish: %v", err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		c, err := p.js.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
+	for ctx.Err() == nil {
+		c, err := p.JS.Consumer(ctx, bus.StreamName, correlator.DefaultConfig().Consumer)
 		if err == nil {
 			info, err := c.Info(ctx)
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= lastSeq(ctx, p.t, p.js) {
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= p.StreamState().LastSeq {
 				return
 			}
 		}
@@ -99,14 +93,17 @@ func (p *Pipeline) Publish(envs []*events.Envelope) {
 	p.t.Fatal("correlator did not store everything within 2 minutes")
 }
 
-func lastSeq(ctx context.Context, t testing.TB, js jetstream.JetStream) uint64 {
-	s, err := js.Stream(ctx, bus.StreamName)
+// StreamState is the state of schedlens' stream: its messages and sequence numbers.
+func (p *Pipeline) StreamState() jetstream.StreamState {
+	p.t.Helper()
+	ctx := context.Background()
+	s, err := p.JS.Stream(ctx, bus.StreamName)
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	return info.State.LastSeq
+	return info.State
 }

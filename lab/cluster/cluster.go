@@ -4,12 +4,10 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -19,7 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
+
+	"github.com/schedlens/schedlens/lab/specfile"
 )
 
 //go:embed default.yaml
@@ -79,31 +78,15 @@ type Sharing struct {
 }
 
 // Default is the cluster lab demo runs on (default.yaml).
-func Default() *Spec {
-	s, err := Parse(defaultYAML)
-	if err != nil {
-		panic(fmt.Sprintf("embedded default.yaml: %v", err)) // covered by a test
-	}
-	return s
-}
+func Default() *Spec { return specfile.Embedded("default.yaml", defaultYAML, Parse) }
 
 // Load reads a cluster spec from a YAML file.
-func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cluster spec: %w", err)
-	}
-	s, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("cluster spec %s: %w", path, err)
-	}
-	return s, nil
-}
+func Load(path string) (*Spec, error) { return specfile.Load("cluster spec", path, Parse) }
 
 // Parse reads and validates a cluster spec.
 func Parse(b []byte) (*Spec, error) {
 	var s Spec
-	if err := yaml.UnmarshalStrict(bytes.TrimSpace(b), &s); err != nil {
+	if err := specfile.Strict(b, &s); err != nil {
 		return nil, err
 	}
 	if len(s.Pools) == 0 {

@@ -9,14 +9,12 @@
 package experiment
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -32,6 +30,7 @@ import (
 	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/kubelet"
+	"github.com/schedlens/schedlens/lab/specfile"
 )
 
 //go:embed day20.yaml
@@ -98,31 +97,17 @@ type Background struct {
 }
 
 // Day20 is the default experiment (day20.yaml).
-func Day20() *Definition {
-	d, err := Parse(day20YAML)
-	if err != nil {
-		panic(fmt.Sprintf("embedded day20.yaml: %v", err)) // covered by a test
-	}
-	return d
-}
+func Day20() *Definition { return specfile.Embedded("day20.yaml", day20YAML, Parse) }
 
 // Load reads a definition from a YAML file.
 func Load(path string) (*Definition, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("experiment definition: %w", err)
-	}
-	d, err := Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("experiment definition %s: %w", path, err)
-	}
-	return d, nil
+	return specfile.Load("experiment definition", path, Parse)
 }
 
 // Parse reads and validates a definition.
 func Parse(b []byte) (*Definition, error) {
 	var d Definition
-	if err := yaml.UnmarshalStrict(bytes.TrimSpace(b), &d); err != nil {
+	if err := specfile.Strict(b, &d); err != nil {
 		return nil, err
 	}
 	switch {
