@@ -1,11 +1,14 @@
 package kube
 
 import (
+	"encoding/json"
 	"reflect"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // lastApplied is kubectl's copy of the whole object in an annotation.
@@ -21,7 +24,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // and podIP stay), its message, init, ephemeral and resource claim statuses; conditions keep
 // type, status, reason and lastTransitionTime, container statuses name, ready, restartCount and
 // state, each in a slice of the exact length. The strings every pod of an experiment repeats
-// (namespace, labels, node, owner, condition types, container names) are interned. Nodes
+// (namespace, labels, node, owner, condition types, container names) are interned, and the
+// values its pods repeat whole (label set, owner, node selector, affinity, tolerations,
+// containers) are held once and shared by the pods (see shared). Nodes
 // lose status.images, volumesAttached and volumesInUse. Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
 // (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
@@ -59,11 +64,14 @@ func trimPod(pod *corev1.Pod) {
 	meta := &pod.ObjectMeta
 	meta.Namespace = intern(meta.Namespace)
 	meta.GenerateName = intern(meta.GenerateName)
-	meta.Labels = internMap(meta.Labels)
-	for i := range meta.OwnerReferences {
-		r := &meta.OwnerReferences[i]
-		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
-	}
+	meta.Labels = sharedLabels.get(meta.Labels, internMap)
+	meta.OwnerReferences = sharedOwners.get(meta.OwnerReferences, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		for i := range refs {
+			r := &refs[i]
+			r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+		}
+		return refs
+	})
 	spec := &pod.Spec
 	spec.Volumes = nil
 	spec.EphemeralContainers = nil
@@ -81,13 +89,17 @@ func trimPod(pod *corev1.Pod) {
 	spec.SchedulerName = intern(spec.SchedulerName)
 	spec.ServiceAccountName = intern(spec.ServiceAccountName)
 	spec.DeprecatedServiceAccount = intern(spec.DeprecatedServiceAccount)
-	spec.NodeSelector = internMap(spec.NodeSelector)
-	spec.Containers = slimContainers(spec.Containers)
-	spec.InitContainers = slimContainers(spec.InitContainers)
-	for i := range spec.Tolerations {
-		t := &spec.Tolerations[i]
-		t.Key, t.Value = intern(t.Key), intern(t.Value)
-	}
+	spec.NodeSelector = sharedLabels.get(spec.NodeSelector, internMap)
+	spec.Affinity = sharedAffinity.get(spec.Affinity, nil)
+	spec.Containers = sharedContainers.get(spec.Containers, slimContainers)
+	spec.InitContainers = sharedContainers.get(spec.InitContainers, slimContainers)
+	spec.Tolerations = sharedTolerations.get(spec.Tolerations, func(ts []corev1.Toleration) []corev1.Toleration {
+		for i := range ts {
+			t := &ts[i]
+			t.Key, t.Value = intern(t.Key), intern(t.Value)
+		}
+		return ts
+	})
 	st := &pod.Status
 	st.HostIPs = nil
 	st.PodIPs = nil
@@ -143,4 +155,64 @@ func internMap(m map[string]string) map[string]string {
 		out[intern(k)] = intern(v)
 	}
 	return out
+}
+
+// maxShared is the most distinct values of one kind shared holds; past it a value stays the
+// pod's own.
+const maxShared = 4096
+
+// Pods of one experiment arm repeat whole values: the label set, the owner, the node selector,
+// the affinity, the tolerations, the containers as slimContainers keeps them. The cache holds
+// one copy of each and the pods share it, as unique.Make does for strings — safe because nothing
+// writes to an informer's objects (client-go's rule, kept by the collector and the
+// conversions). Equal means equal as JSON, so two values the conversions could tell apart are
+// never merged (TestTransformShares).
+var (
+	sharedLabels      = newShared[map[string]string]()
+	sharedOwners      = newShared[[]metav1.OwnerReference]()
+	sharedAffinity    = newShared[*corev1.Affinity]()
+	sharedTolerations = newShared[[]corev1.Toleration]()
+	sharedContainers  = newShared[[]corev1.Container]()
+)
+
+// shared is one kind's values by their JSON, at most maxShared of them.
+type shared[T any] struct {
+	mu     sync.Mutex
+	values map[string]T
+}
+
+func newShared[T any]() *shared[T] { return &shared[T]{values: map[string]T{}} }
+
+// get returns the held value equal to v, else v made canonical by prepare (nil: as is), held
+// for the next pods while there is room. Empty values are returned as they are.
+func (s *shared[T]) get(v T, prepare func(T) T) T {
+	if empty(v) {
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	key := string(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if have, ok := s.values[key]; ok {
+		return have
+	}
+	if prepare != nil {
+		v = prepare(v)
+	}
+	if len(s.values) < maxShared {
+		s.values[key] = v
+	}
+	return v
+}
+
+// empty says a map or slice has no element, or a pointer is nil.
+func empty(v any) bool {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		return rv.IsNil()
+	}
+	return rv.Len() == 0
 }

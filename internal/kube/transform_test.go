@@ -1,12 +1,15 @@
 package kube_test
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/kube"
@@ -174,4 +177,62 @@ func TestTransformDrops(t *testing.T) {
 			t.Error("Transform reached into a tombstone's object")
 		}
 	})
+}
+
+// Pods that repeat a whole value — label set, owner, node selector, affinity, tolerations,
+// containers — share one copy of it once transformed; a pod whose value differs in anything
+// keeps its own, unchanged.
+func TestTransformShares(t *testing.T) {
+	recorded := recordedPods(t)["day20-affinity-1"]
+	replica := func(name string, edit func(*corev1.Pod)) *corev1.Pod {
+		p := recorded.DeepCopy()
+		p.Name, p.UID = name, "uid-"+types.UID(name)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "day20-affinity-5d8f", UID: "rs-uid"}}
+		p.Spec.NodeSelector = map[string]string{"pool": "a100"}
+		if edit != nil {
+			edit(p)
+		}
+		return transformed(t, p)
+	}
+	type parts struct {
+		labels, owners, selector, affinity, tolerations, containers uintptr
+	}
+	partsOf := func(p *corev1.Pod) parts {
+		return parts{
+			labels:      reflect.ValueOf(p.Labels).Pointer(),
+			owners:      reflect.ValueOf(p.OwnerReferences).Pointer(),
+			selector:    reflect.ValueOf(p.Spec.NodeSelector).Pointer(),
+			affinity:    reflect.ValueOf(p.Spec.Affinity).Pointer(),
+			tolerations: reflect.ValueOf(p.Spec.Tolerations).Pointer(),
+			containers:  reflect.ValueOf(p.Spec.Containers).Pointer(),
+		}
+	}
+	if recorded.Spec.Affinity == nil || len(recorded.Spec.Tolerations) == 0 || len(recorded.Labels) == 0 {
+		t.Fatal("the recorded pod lacks affinity, tolerations or labels to share")
+	}
+	a, b := replica("share-a", nil), replica("share-b", nil)
+	if pa, pb := partsOf(a), partsOf(b); pa != pb {
+		t.Errorf("two replicas of one pod share nothing of %+v and %+v", pa, pb)
+	}
+
+	other := replica("share-c", func(p *corev1.Pod) {
+		p.Labels["schedlens.io/run"] = "2"
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+	})
+	pa, pc := partsOf(a), partsOf(other)
+	if pa.labels == pc.labels || pa.containers == pc.containers {
+		t.Errorf("a pod with another run label and CPU request shares them with the first (%+v, %+v)", pa, pc)
+	}
+	if pa.affinity != pc.affinity || pa.tolerations != pc.tolerations || pa.owners != pc.owners {
+		t.Errorf("a pod with the same affinity, tolerations and owner does not share them (%+v, %+v)", pa, pc)
+	}
+	if got := other.Labels["schedlens.io/run"]; got != "2" {
+		t.Errorf("the differing pod's run label = %q, want its own 2", got)
+	}
+	if got := other.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.String() != "2" {
+		t.Errorf("the differing pod's CPU request = %s, want its own 2", got.String())
+	}
+	if got := a.Labels["schedlens.io/run"]; got != recorded.Labels["schedlens.io/run"] {
+		t.Errorf("the first pod's run label became %q", got)
+	}
 }
