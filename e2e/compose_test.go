@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,14 +45,14 @@ func TestComposeStack(t *testing.T) {
 	if err := os.WriteFile(envFile, []byte(envText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiPort := strconv.Itoa(testnet.FreePort(t))
+	apiPort, correlatorPort := strconv.Itoa(testnet.FreePort(t)), strconv.Itoa(testnet.FreePort(t))
 	env := append(os.Environ(),
 		"SCHEDLENS_COMPOSE_ENV="+envFile,
 		"SCHEDLENS_IMAGE="+testImage,
 		"SCHEDLENS_POSTGRES_IMAGE="+postgresImage,
 		"SCHEDLENS_NATS_IMAGE="+natsImage,
 		"SCHEDLENS_API_PORT="+apiPort,
-		"SCHEDLENS_CORRELATOR_PORT="+strconv.Itoa(testnet.FreePort(t)),
+		"SCHEDLENS_CORRELATOR_PORT="+correlatorPort,
 	)
 	run := func(args ...string) (string, error) {
 		full := append(append(compose[1:], "-f", "../docker-compose.yaml", "-p", project), args...)
@@ -79,6 +80,19 @@ func TestComposeStack(t *testing.T) {
 	waitUntil(t, "api /readyz", 2*time.Minute, func() bool { code, _, _ := get(t, base+"/readyz"); return code == 200 })
 	t.Logf("compose up to api ready: %s", time.Since(start).Round(100*time.Millisecond))
 	checkSampleServed(t, base)
+
+	// Each process set its soft memory limit to 90 % of its container's (-auto-gomemlimit).
+	for _, c := range []struct {
+		metrics string
+		limit   float64
+	}{
+		{"http://127.0.0.1:" + correlatorPort + "/metrics", 512 << 20},
+		{base + "/metrics", 256 << 20},
+	} {
+		if got, want := scrapeValue(t, c.metrics, "go_gc_gomemlimit_bytes"), math.Floor(c.limit*0.9); got != want {
+			t.Errorf("%s: go_gc_gomemlimit_bytes %.0f, want %.0f (0.9 × the container's mem_limit)", c.metrics, got, want)
+		}
+	}
 
 	ids, err := run("ps", "-q")
 	if err != nil {
@@ -109,4 +123,24 @@ func TestComposeStack(t *testing.T) {
 	if got := fmt.Sprint(len(services["postgres"].NetworkSettings.Ports["5432/tcp"])); got != "0" {
 		t.Errorf("postgres is published on the host (%s bindings): it must stay on the compose network", got)
 	}
+}
+
+// scrapeValue is the sample of the unlabelled metric name in the Prometheus text at url.
+func scrapeValue(t *testing.T, url, name string) float64 {
+	t.Helper()
+	code, _, body := get(t, url)
+	if code != 200 {
+		t.Fatalf("GET %s: %d", url, code)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", url, line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s has no %s", url, name)
+	return 0
 }

@@ -70,6 +70,7 @@ type options struct {
 	natsURL, cluster, source string
 	stream                   bus.StreamConfig
 	log                      config.Logging
+	memLimit                 config.MemoryLimit
 
 	kubeconfig, namespaces, selector string
 	labels                           events.LabelKeys
@@ -98,6 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	o.stream = bus.DefaultStreamConfig()
 	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates, &o.stream.Replicas)
 	o.log.Define(fs)
+	o.memLimit.Define(fs)
 	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
 	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")
 	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
@@ -198,6 +200,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	logger, err := o.log.Logger(stderr, "collector")
 	if err != nil {
+		return err
+	}
+	if _, err := o.memLimit.Apply(getenv, nil, logger); err != nil {
+		fs.Usage()
 		return err
 	}
 	switch cmd {

@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		o            correlatorapp.Options
 		rebuildChunk int
 		log          config.Logging
+		memLimit     config.MemoryLimit
 	)
 	fs := config.New("correlator", getenv, stderr)
 	fs.Secret(&o.NATSURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server `URL` (may hold a user and password or a token)")
@@ -50,6 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	config.Labels(fs, &o.Labels)
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
 	log.Define(fs)
+	memLimit.Define(fs)
 	fs.UsageText(usageText)
 
 	// Flags may come before or after the command.
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger, err := log.Logger(stderr, "correlator")
 	if err != nil {
+		return err
+	}
+	if _, err := memLimit.Apply(getenv, nil, logger); err != nil {
+		fs.Usage()
 		return err
 	}
 	o.Logger = logger

@@ -93,6 +93,13 @@ func (f *FlagSet) Int64(p *int64, name, env string, def int64, u string) {
 	f.Int64Var(p, name, *p, usage(u, env))
 }
 
+// Float64 defines a float64 flag defaulting to $env, else def.
+func (f *FlagSet) Float64(p *float64, name, env string, def float64, u string) {
+	*p = def
+	f.env(name, env, func(v string) (err error) { *p, err = strconv.ParseFloat(v, 64); return err })
+	f.Float64Var(p, name, *p, usage(u, env))
+}
+
 // Duration defines a duration flag defaulting to $env, else def.
 func (f *FlagSet) Duration(p *time.Duration, name, env string, def time.Duration, u string) {
 	*p = def
