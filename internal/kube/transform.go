@@ -157,8 +157,10 @@ func internMap(m map[string]string) map[string]string {
 	return out
 }
 
-// maxShared is the most distinct values of one kind shared holds; past it a value stays the
-// pod's own.
+// maxShared is the most distinct values of one kind shared holds. When it is full it starts
+// again empty: the pods that hold a value keep it (values never change), the values of pods long
+// gone are let go, and the pods that come next share anew — so a collector that watches
+// experiment after experiment for weeks keeps sharing, in bounded memory.
 const maxShared = 4096
 
 // Pods of one experiment arm repeat whole values: the label set, the owner, the node selector,
@@ -184,7 +186,7 @@ type shared[T any] struct {
 func newShared[T any]() *shared[T] { return &shared[T]{values: map[string]T{}} }
 
 // get returns the held value equal to v, else v made canonical by prepare (nil: as is), held
-// for the next pods while there is room. Empty values are returned as they are.
+// for the next pods. Empty values are returned as they are.
 func (s *shared[T]) get(v T, prepare func(T) T) T {
 	if empty(v) {
 		return v
@@ -202,9 +204,10 @@ func (s *shared[T]) get(v T, prepare func(T) T) T {
 	if prepare != nil {
 		v = prepare(v)
 	}
-	if len(s.values) < maxShared {
-		s.values[key] = v
+	if len(s.values) >= maxShared {
+		clear(s.values)
 	}
+	s.values[key] = v
 	return v
 }
 
