@@ -27,8 +27,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var (
 		httpAddr, databaseURL, baseline, namespace, kubeconfig string
 		idle                                                   int
-		log                                                    config.Logging
-		memLimit                                               config.MemoryLimit
+		proc                                                   config.Process
 		authFlags                                              auth.Flags
 		tlsFiles                                               ops.TLSFiles
 	)
@@ -41,8 +40,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	authFlags.Define(fs, "the API and the web UI")
 	fs.String(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "-auth kubernetes: kubeconfig of the API server that reviews tokens (default: in-cluster config, else ~/.kube/config)")
 	config.TLSFlags(fs, &tlsFiles.CertFile, &tlsFiles.KeyFile)
-	log.Define(fs)
-	memLimit.Define(fs)
+	proc.Define(fs)
 	fs.UsageText("usage: api [flags]\n       api compare [flags] NAME   (flags before or after NAME)\n\nServes the schedlens API (see README.md for the endpoints), or prints the comparison of\nexperiment NAME's arms for a terminal.\n\nflags:\n")
 	// Flags may come before, between or after `compare` and NAME.
 	if help, err := fs.ParseOrHelp(args[1:]); help || err != nil {
@@ -65,11 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("-gpu-idle-threshold must be in 0..100")
 	}
-	logger, err := log.Logger(stderr, "api")
+	logger, err := proc.Start(stderr, "api", getenv)
 	if err != nil {
-		return err
-	}
-	if _, err := memLimit.Apply(getenv, nil, logger); err != nil {
 		fs.Usage()
 		return err
 	}

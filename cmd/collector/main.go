@@ -69,8 +69,7 @@ flags:
 type options struct {
 	natsURL, cluster, source string
 	stream                   bus.StreamConfig
-	log                      config.Logging
-	memLimit                 config.MemoryLimit
+	proc                     config.Process
 
 	kubeconfig, namespaces, selector string
 	labels                           events.LabelKeys
@@ -98,8 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.String(&o.cluster, "cluster", config.EnvCluster, "", "cluster name in envelopes (run, import: default \"default\"; replay: given to envelopes that name none); import: the cluster whose pods held the results' IPs")
 	o.stream = bus.DefaultStreamConfig()
 	config.StreamFlags(fs, &o.stream.MaxAge, &o.stream.MaxBytes, &o.stream.Duplicates, &o.stream.Replicas)
-	o.log.Define(fs)
-	o.memLimit.Define(fs)
+	o.proc.Define(fs)
 	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
 	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")
 	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
@@ -198,11 +196,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
 	}
-	logger, err := o.log.Logger(stderr, "collector")
+	logger, err := o.proc.Start(stderr, "collector", getenv)
 	if err != nil {
-		return err
-	}
-	if _, err := o.memLimit.Apply(getenv, nil, logger); err != nil {
 		fs.Usage()
 		return err
 	}

@@ -31,8 +31,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var (
 		o            correlatorapp.Options
 		rebuildChunk int
-		log          config.Logging
-		memLimit     config.MemoryLimit
+		proc         config.Process
 	)
 	fs := config.New("correlator", getenv, stderr)
 	fs.Secret(&o.NATSURL, "nats-url", config.EnvNATSURL, config.DefaultNATSURL, "NATS server `URL` (may hold a user and password or a token)")
@@ -50,8 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	config.StreamFlags(fs, &o.Stream.MaxAge, &o.Stream.MaxBytes, &o.Stream.Duplicates, &o.Stream.Replicas)
 	config.Labels(fs, &o.Labels)
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
-	log.Define(fs)
-	memLimit.Define(fs)
+	proc.Define(fs)
 	fs.UsageText(usageText)
 
 	// Flags may come before or after the command.
@@ -72,11 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
 	}
-	logger, err := log.Logger(stderr, "correlator")
+	logger, err := proc.Start(stderr, "correlator", getenv)
 	if err != nil {
-		return err
-	}
-	if _, err := memLimit.Apply(getenv, nil, logger); err != nil {
 		fs.Usage()
 		return err
 	}

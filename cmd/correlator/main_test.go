@@ -31,6 +31,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 		{[]string{"migrate", "-database-url", url, "extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-database-url", url, "frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"migrate", "-database-url", url, "-auto-gomemlimit-ratio", "1.5"}, `-auto-gomemlimit-ratio must be in (0, 1], got 1.5`},
+		{[]string{"migrate", "-database-url", url, "-log-level", "loud"}, `bad -log-level "loud"`},
 	} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"correlator"}, tc.args...), env, &bytes.Buffer{}, &stderr)

@@ -23,3 +23,29 @@ func (l Logging) Logger(w io.Writer, component string) (*slog.Logger, error) {
 	}
 	return slog.New(h).With("component", component), nil
 }
+
+// Process is what every schedlens command sets up before its work: the logger (-log-format,
+// -log-level) and the Go runtime's memory limit (-auto-gomemlimit).
+type Process struct {
+	Log    Logging
+	Memory MemoryLimit
+}
+
+// Define registers the flags of both.
+func (p *Process) Define(f *FlagSet) {
+	p.Log.Define(f)
+	p.Memory.Define(f)
+}
+
+// Start builds the logger, tagged with component, and sets the memory limit from the
+// container's (MemoryLimit.Apply). Its errors are usage errors: a bad flag value.
+func (p Process) Start(stderr io.Writer, component string, getenv func(string) string) (*slog.Logger, error) {
+	logger, err := p.Log.Logger(stderr, component)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Memory.Apply(getenv, nil, logger); err != nil {
+		return nil, err
+	}
+	return logger, nil
+}
