@@ -185,11 +185,16 @@ type shared[T any] struct {
 
 func newShared[T any]() *shared[T] { return &shared[T]{values: map[string]T{}} }
 
-// get returns the held value equal to v, else v made canonical by prepare (nil: as is), held
-// for the next pods. Empty values are returned as they are.
+// get returns v made canonical by prepare (nil: as is) — the held copy of it when there is one,
+// else v, held for the next pods. The key is the prepared value's JSON, so what prepare drops
+// neither keeps two equal values apart nor stays in memory. Empty values are returned as they
+// are.
 func (s *shared[T]) get(v T, prepare func(T) T) T {
 	if empty(v) {
 		return v
+	}
+	if prepare != nil {
+		v = prepare(v)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -200,9 +205,6 @@ func (s *shared[T]) get(v T, prepare func(T) T) T {
 	defer s.mu.Unlock()
 	if have, ok := s.values[key]; ok {
 		return have
-	}
-	if prepare != nil {
-		v = prepare(v)
 	}
 	if len(s.values) >= maxShared {
 		clear(s.values)

@@ -235,4 +235,8 @@ func TestTransformShares(t *testing.T) {
 	if got := a.Labels["schedlens.io/run"]; got != recorded.Labels["schedlens.io/run"] {
 		t.Errorf("the first pod's run label became %q", got)
 	}
+	newImage := replica("share-d", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/other:2" })
+	if partsOf(newImage).containers != pa.containers {
+		t.Error("containers that differ only in what the transform drops (the image) are not shared")
+	}
 }
