@@ -28,6 +28,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/gpusample"
+	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/internal/prober"
 	"github.com/schedlens/schedlens/internal/publisher"
 )
@@ -84,6 +85,8 @@ type Collector struct {
 	scopes []*scopeWatch
 	// factories are every informer factory started, for shutdown.
 	factories []informers.SharedInformerFactory
+	// transform shrinks what every informer caches; its pods share the values they repeat.
+	transform *kube.Transformer
 
 	mu       sync.Mutex
 	known    map[types.UID]time.Time // pods seen in scope → when they were deleted (zero: present)
@@ -127,7 +130,7 @@ func New(client kubernetes.Interface, pub *publisher.Publisher, cfg Config, logg
 	c := &Collector{
 		client: client, pub: pub, cfg: cfg, logger: logger, m: newMetrics(reg),
 		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[requestKey]*prober.Request{},
-		inventoryDue: make(chan struct{}, 1),
+		inventoryDue: make(chan struct{}, 1), transform: kube.NewTransformer(),
 	}
 	c.prober = prober.New(cfg.Probe, pub, cfg.Cluster, cfg.Source, logger.With("component", "prober"), reg)
 	return c, nil

@@ -10,13 +10,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/kube"
 )
 
 // factory returns an informer factory that drops the object bulk the collector never reads
-// before it reaches the cache (kube.Transform), remembered for shutdown.
+// before it reaches the cache (kube.Transformer), remembered for shutdown.
 func (c *Collector) factory(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
-	f := informers.NewSharedInformerFactoryWithOptions(c.client, c.cfg.Resync, append(opts, informers.WithTransform(kube.Transform))...)
+	f := informers.NewSharedInformerFactoryWithOptions(c.client, c.cfg.Resync, append(opts, informers.WithTransform(c.transform.Transform))...)
 	c.factories = append(c.factories, f)
 	return f
 }

@@ -24,8 +24,8 @@ func (l Logging) Logger(w io.Writer, component string) (*slog.Logger, error) {
 	return slog.New(h).With("component", component), nil
 }
 
-// Process is what every schedlens command sets up before its work: the logger (-log-format,
-// -log-level) and the Go runtime's memory limit (-auto-gomemlimit).
+// Process is what the collector, the correlator and the api set up before their work: the
+// logger (-log-format, -log-level) and the Go runtime's memory limit (-auto-gomemlimit).
 type Process struct {
 	Log    Logging
 	Memory MemoryLimit

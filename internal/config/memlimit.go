@@ -58,6 +58,7 @@ func (m MemoryLimit) Apply(getenv func(string) string, limit memlimit.Provider, 
 		logger.Warn("could not read the container's memory limit; GOMEMLIMIT not set", "error", err)
 		return 0, nil
 	case bytes == 0 || bytes > math.MaxInt64:
+		logger.Debug("container memory limit out of range; GOMEMLIMIT not set", "bytes", bytes)
 		return 0, nil
 	}
 	debug.SetMemoryLimit(int64(bytes))

@@ -17,7 +17,7 @@ import (
 func BenchmarkPodEnvelope(b *testing.B) {
 	pod := recordedPods(b)["day20-priority-1"]
 	all := nodes(b)
-	if _, err := kube.Transform(pod); err != nil {
+	if _, err := kube.NewTransformer().Transform(pod); err != nil {
 		b.Fatal(err)
 	}
 	node := nodeOf(pod, all)
@@ -33,7 +33,7 @@ func BenchmarkPodEnvelope(b *testing.B) {
 
 func BenchmarkPodJSON(b *testing.B) {
 	pod := recordedPods(b)["day20-priority-1"]
-	if _, err := kube.Transform(pod); err != nil {
+	if _, err := kube.NewTransformer().Transform(pod); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

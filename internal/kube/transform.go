@@ -14,6 +14,27 @@ import (
 // lastApplied is kubectl's copy of the whole object in an annotation.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
+// Transformer shrinks informer objects before they enter the cache (Transform) and holds the
+// values the pods in that cache share. A collector has one, for all its informers.
+type Transformer struct {
+	labels      *shared[map[string]string] // label sets and node selectors
+	owners      *shared[[]metav1.OwnerReference]
+	affinity    *shared[*corev1.Affinity]
+	tolerations *shared[[]corev1.Toleration]
+	containers  *shared[[]corev1.Container]
+}
+
+// NewTransformer returns a Transformer holding no shared value yet.
+func NewTransformer() *Transformer {
+	return &Transformer{
+		labels:      newShared[map[string]string](),
+		owners:      newShared[[]metav1.OwnerReference](),
+		affinity:    newShared[*corev1.Affinity](),
+		tolerations: newShared[[]corev1.Toleration](),
+		containers:  newShared[[]corev1.Container](),
+	}
+}
+
 // Transform is a cache.TransformFunc for informers: it shrinks objects before they enter the
 // cache, in place (informers hand it freshly decoded objects). Every object loses managedFields and
 // the kubectl.kubernetes.io/last-applied-configuration annotation; pods also lose what the
@@ -26,12 +47,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // state, each in a slice of the exact length. The strings every pod of an experiment repeats
 // (namespace, labels, node, owner, condition types, container names) are interned, and the
 // values its pods repeat whole (label set, owner, node selector, affinity, tolerations,
-// containers) are held once and shared by the pods (see shared). Nodes
+// containers) are held once by t and shared by the pods (see shared). Nodes
 // lose status.images, volumesAttached and volumesInUse. Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
 // (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
 // the collector's memory is mostly these objects (docs/architecture.md#memory).
-func Transform(obj any) (any, error) {
+func (t *Transformer) Transform(obj any) (any, error) {
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
 		return obj, nil
 	}
@@ -51,7 +72,7 @@ func Transform(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		trimPod(o)
+		t.trimPod(o)
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesAttached = nil
@@ -60,17 +81,16 @@ func Transform(obj any) (any, error) {
 	return obj, nil
 }
 
-func trimPod(pod *corev1.Pod) {
+func (t *Transformer) trimPod(pod *corev1.Pod) {
 	meta := &pod.ObjectMeta
 	meta.Namespace = intern(meta.Namespace)
 	meta.GenerateName = intern(meta.GenerateName)
-	meta.Labels = sharedLabels.get(meta.Labels, internMap)
-	meta.OwnerReferences = sharedOwners.get(meta.OwnerReferences, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
-		for i := range refs {
-			r := &refs[i]
+	meta.Labels = t.labels.get(meta.Labels, internMap)
+	meta.OwnerReferences = t.owners.get(meta.OwnerReferences, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		return slim(refs, func(r metav1.OwnerReference) metav1.OwnerReference {
 			r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
-		}
-		return refs
+			return r
+		})
 	})
 	spec := &pod.Spec
 	spec.Volumes = nil
@@ -89,16 +109,15 @@ func trimPod(pod *corev1.Pod) {
 	spec.SchedulerName = intern(spec.SchedulerName)
 	spec.ServiceAccountName = intern(spec.ServiceAccountName)
 	spec.DeprecatedServiceAccount = intern(spec.DeprecatedServiceAccount)
-	spec.NodeSelector = sharedLabels.get(spec.NodeSelector, internMap)
-	spec.Affinity = sharedAffinity.get(spec.Affinity, nil)
-	spec.Containers = sharedContainers.get(spec.Containers, slimContainers)
-	spec.InitContainers = sharedContainers.get(spec.InitContainers, slimContainers)
-	spec.Tolerations = sharedTolerations.get(spec.Tolerations, func(ts []corev1.Toleration) []corev1.Toleration {
-		for i := range ts {
-			t := &ts[i]
-			t.Key, t.Value = intern(t.Key), intern(t.Value)
-		}
-		return ts
+	spec.NodeSelector = t.labels.get(spec.NodeSelector, internMap)
+	spec.Affinity = t.affinity.get(spec.Affinity, nil)
+	spec.Containers = t.containers.get(spec.Containers, slimContainers)
+	spec.InitContainers = t.containers.get(spec.InitContainers, slimContainers)
+	spec.Tolerations = t.tolerations.get(spec.Tolerations, func(ts []corev1.Toleration) []corev1.Toleration {
+		return slim(ts, func(tol corev1.Toleration) corev1.Toleration {
+			tol.Key, tol.Value = intern(tol.Key), intern(tol.Value)
+			return tol
+		})
 	})
 	st := &pod.Status
 	st.HostIPs = nil
@@ -160,24 +179,19 @@ func internMap(m map[string]string) map[string]string {
 // maxShared is the most distinct values of one kind shared holds. When it is full it starts
 // again empty: the pods that hold a value keep it (values never change), the values of pods long
 // gone are let go, and the pods that come next share anew — so a collector that watches
-// experiment after experiment for weeks keeps sharing, in bounded memory.
+// experiment after experiment for weeks keeps sharing, in bounded memory. Where more than
+// maxShared values of one kind are alive at once (pods with a label of their own, as a
+// StatefulSet's or an indexed Job's have), that kind shares little; the others are unaffected.
 const maxShared = 4096
 
-// Pods of one experiment arm repeat whole values: the label set, the owner, the node selector,
-// the affinity, the tolerations, the containers as slimContainers keeps them. The cache holds
-// one copy of each and the pods share it, as unique.Make does for strings — safe because nothing
-// writes to an informer's objects (client-go's rule, kept by the collector and the
-// conversions). Equal means equal as JSON, so two values the conversions could tell apart are
-// never merged (TestTransformShares).
-var (
-	sharedLabels      = newShared[map[string]string]()
-	sharedOwners      = newShared[[]metav1.OwnerReference]()
-	sharedAffinity    = newShared[*corev1.Affinity]()
-	sharedTolerations = newShared[[]corev1.Toleration]()
-	sharedContainers  = newShared[[]corev1.Container]()
-)
-
-// shared is one kind's values by their JSON, at most maxShared of them.
+// shared holds one copy of each whole value the pods of one experiment arm repeat (the label
+// set, the owner, the node selector, the affinity, the tolerations, the containers as
+// slimContainers keeps them), and the pods share it, as unique.Make does for strings — safe
+// because nothing writes to an informer's objects (client-go's rule, kept by the collector and
+// the conversions), and because prepare builds new values instead of editing the ones it is
+// given, so a pod transformed twice never writes into what others share. Equal means equal as
+// JSON, so two values the conversions could tell apart are never merged
+// (TestTransformKeepsConversions runs every fixture through one Transformer; TestTransformShares).
 type shared[T any] struct {
 	mu     sync.Mutex
 	values map[string]T
@@ -213,7 +227,7 @@ func (s *shared[T]) get(v T, prepare func(T) T) T {
 	return v
 }
 
-// empty says a map or slice has no element, or a pointer is nil.
+// empty says a map or slice has no element, or a pointer is nil (the kinds shared holds).
 func empty(v any) bool {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Pointer {

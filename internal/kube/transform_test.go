@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,11 +17,15 @@ import (
 )
 
 // Transform satisfies client-go's type.
-var _ cache.TransformFunc = kube.Transform
+var _ cache.TransformFunc = kube.NewTransformer().Transform
 
-func transformed[T any](t *testing.T, obj T) T {
+// transformed is obj through tr, or through a Transformer of its own when tr is nil.
+func transformed[T any](t *testing.T, tr *kube.Transformer, obj T) T {
 	t.Helper()
-	out, err := kube.Transform(obj)
+	if tr == nil {
+		tr = kube.NewTransformer()
+	}
+	out, err := tr.Transform(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +35,12 @@ func transformed[T any](t *testing.T, obj T) T {
 // TestTransformKeepsConversions converts every recorded and derived object before and after
 // Transform: the output must not change.
 func TestTransformKeepsConversions(t *testing.T) {
+	// One Transformer for every object, as in a collector: the pods share what they repeat.
+	tr := kube.NewTransformer()
 	before := nodes(t)
 	after := map[string]*corev1.Node{}
 	for name, node := range before {
-		after[name] = transformed(t, node.DeepCopy())
+		after[name] = transformed(t, tr, node.DeepCopy())
 		if diff := cmp.Diff(kube.NodeStatus(node), kube.NodeStatus(after[name])); diff != "" {
 			t.Errorf("node %s: NodeStatus changed by Transform (-before +after):\n%s", name, diff)
 		}
@@ -50,7 +57,7 @@ func TestTransformKeepsConversions(t *testing.T) {
 		pods = append(pods, ev.Object)
 	}
 	for _, pod := range pods {
-		slim := transformed(t, pod.DeepCopy())
+		slim := transformed(t, tr, pod.DeepCopy())
 		if diff := cmp.Diff(kube.PodStatus(pod, nodeOf(pod, before)), kube.PodStatus(slim, nodeOf(slim, after))); diff != "" {
 			t.Errorf("pod %s rv %s: PodStatus changed by Transform (-before +after):\n%s", pod.Name, pod.ResourceVersion, diff)
 		}
@@ -68,7 +75,7 @@ func TestTransformKeepsConversions(t *testing.T) {
 	}
 
 	for _, ev := range allEvents(t) {
-		slim := transformed(t, ev.Object.DeepCopy())
+		slim := transformed(t, tr, ev.Object.DeepCopy())
 		envBefore, okBefore, errBefore := kube.EventEnvelope(ev.Object, meta)
 		envAfter, okAfter, errAfter := kube.EventEnvelope(slim, meta)
 		if diff := cmp.Diff([]any{envBefore, okBefore, errBefore}, []any{envAfter, okAfter, errAfter}); diff != "" {
@@ -77,7 +84,7 @@ func TestTransformKeepsConversions(t *testing.T) {
 	}
 
 	for name, cm := range configMaps(t) {
-		slim := transformed(t, cm.DeepCopy())
+		slim := transformed(t, tr, cm.DeepCopy())
 		if diff := cmp.Diff(kube.ExperimentOf(cm, meta.Labels), kube.ExperimentOf(slim, meta.Labels)); diff != "" {
 			t.Errorf("configmap %s: ExperimentOf changed by Transform (-before +after):\n%s", name, diff)
 		}
@@ -91,12 +98,12 @@ func TestTransformDrops(t *testing.T) {
 		if len(pod.ManagedFields) == 0 {
 			t.Fatal("the recorded pod has no managedFields to drop")
 		}
-		if got := transformed(t, pod).ManagedFields; got != nil {
+		if got := transformed(t, nil, pod).ManagedFields; got != nil {
 			t.Errorf("managedFields = %v, want none", got)
 		}
 	})
 	t.Run("derived pod", func(t *testing.T) {
-		pod := transformed(t, derivedPods(t)["day20-rich-1"].DeepCopy())
+		pod := transformed(t, nil, derivedPods(t)["day20-rich-1"].DeepCopy())
 		spec := pod.Spec
 		model := spec.Containers[0]
 		got := map[string]any{
@@ -142,7 +149,7 @@ func TestTransformDrops(t *testing.T) {
 		}
 	})
 	t.Run("derived node", func(t *testing.T) {
-		node := transformed(t, nodes(t)["gpu-node-ts"].DeepCopy())
+		node := transformed(t, nil, nodes(t)["gpu-node-ts"].DeepCopy())
 		got := []any{node.Annotations, node.Status.Images, node.Status.VolumesInUse, node.Status.VolumesAttached, node.Labels["nvidia.com/gpu.product"]}
 		want := []any{
 			map[string]string{"node.alpha.kubernetes.io/ttl": "0"}, // only last-applied goes
@@ -154,7 +161,7 @@ func TestTransformDrops(t *testing.T) {
 		}
 	})
 	t.Run("recorded event", func(t *testing.T) {
-		ev := transformed(t, allEvents(t)[0].Object.DeepCopy())
+		ev := transformed(t, nil, allEvents(t)[0].Object.DeepCopy())
 		if ev.ManagedFields != nil {
 			t.Errorf("managedFields = %v, want none", ev.ManagedFields)
 		}
@@ -165,7 +172,7 @@ func TestTransformDrops(t *testing.T) {
 	t.Run("pass through", func(t *testing.T) {
 		tombstone := cache.DeletedFinalStateUnknown{Key: "ai-lab/day20-background-5", Obj: recordedPods(t)["day20-control-1"]}
 		for _, obj := range []any{tombstone, "not an object", (*eventsv1.Event)(nil)} {
-			got, err := kube.Transform(obj)
+			got, err := kube.NewTransformer().Transform(obj)
 			if err != nil {
 				t.Errorf("Transform(%T): %v", obj, err)
 			}
@@ -183,6 +190,7 @@ func TestTransformDrops(t *testing.T) {
 // containers — share one copy of it once transformed; a pod whose value differs in anything
 // keeps its own, unchanged.
 func TestTransformShares(t *testing.T) {
+	tr := kube.NewTransformer()
 	recorded := recordedPods(t)["day20-affinity-1"]
 	replica := func(name string, edit func(*corev1.Pod)) *corev1.Pod {
 		p := recorded.DeepCopy()
@@ -192,39 +200,43 @@ func TestTransformShares(t *testing.T) {
 		if edit != nil {
 			edit(p)
 		}
-		return transformed(t, p)
+		return transformed(t, tr, p)
 	}
-	type parts struct {
-		labels, owners, selector, affinity, tolerations, containers uintptr
-	}
-	partsOf := func(p *corev1.Pod) parts {
-		return parts{
-			labels:      reflect.ValueOf(p.Labels).Pointer(),
-			owners:      reflect.ValueOf(p.OwnerReferences).Pointer(),
-			selector:    reflect.ValueOf(p.Spec.NodeSelector).Pointer(),
-			affinity:    reflect.ValueOf(p.Spec.Affinity).Pointer(),
-			tolerations: reflect.ValueOf(p.Spec.Tolerations).Pointer(),
-			containers:  reflect.ValueOf(p.Spec.Containers).Pointer(),
+	// shares names the values b holds the very copy of a's, and b's own ones.
+	shares := func(a, b *corev1.Pod) (shared, own []string) {
+		for _, part := range []struct {
+			name string
+			a, b any
+		}{
+			{"affinity", a.Spec.Affinity, b.Spec.Affinity},
+			{"containers", a.Spec.Containers, b.Spec.Containers},
+			{"labels", a.Labels, b.Labels},
+			{"node selector", a.Spec.NodeSelector, b.Spec.NodeSelector},
+			{"owners", a.OwnerReferences, b.OwnerReferences},
+			{"tolerations", a.Spec.Tolerations, b.Spec.Tolerations},
+		} {
+			if reflect.ValueOf(part.a).Pointer() == reflect.ValueOf(part.b).Pointer() {
+				shared = append(shared, part.name)
+			} else {
+				own = append(own, part.name)
+			}
 		}
+		return shared, own
 	}
 	if recorded.Spec.Affinity == nil || len(recorded.Spec.Tolerations) == 0 || len(recorded.Labels) == 0 {
 		t.Fatal("the recorded pod lacks affinity, tolerations or labels to share")
 	}
 	a, b := replica("share-a", nil), replica("share-b", nil)
-	if pa, pb := partsOf(a), partsOf(b); pa != pb {
-		t.Errorf("two replicas of one pod share nothing of %+v and %+v", pa, pb)
+	if _, own := shares(a, b); own != nil {
+		t.Errorf("two replicas of one pod do not share their %v", own)
 	}
 
 	other := replica("share-c", func(p *corev1.Pod) {
 		p.Labels["schedlens.io/run"] = "2"
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 	})
-	pa, pc := partsOf(a), partsOf(other)
-	if pa.labels == pc.labels || pa.containers == pc.containers {
-		t.Errorf("a pod with another run label and CPU request shares them with the first (%+v, %+v)", pa, pc)
-	}
-	if pa.affinity != pc.affinity || pa.tolerations != pc.tolerations || pa.owners != pc.owners {
-		t.Errorf("a pod with the same affinity, tolerations and owner does not share them (%+v, %+v)", pa, pc)
+	if _, own := shares(a, other); !slices.Equal(own, []string{"containers", "labels"}) {
+		t.Errorf("a pod with another run label and CPU request has its own %v; want its own containers and labels, the rest shared", own)
 	}
 	if got := other.Labels["schedlens.io/run"]; got != "2" {
 		t.Errorf("the differing pod's run label = %q, want its own 2", got)
@@ -236,7 +248,7 @@ func TestTransformShares(t *testing.T) {
 		t.Errorf("the first pod's run label became %q", got)
 	}
 	newImage := replica("share-d", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/other:2" })
-	if partsOf(newImage).containers != pa.containers {
+	if shared, _ := shares(a, newImage); !slices.Contains(shared, "containers") {
 		t.Error("containers that differ only in what the transform drops (the image) are not shared")
 	}
 }

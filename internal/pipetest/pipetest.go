@@ -50,8 +50,8 @@ func Open(t testing.TB) *Pipeline {
 	return &Pipeline{t: t, JS: natstest.Start(t).Stream(), DB: pgtest.Open(t, url), URL: url}
 }
 
-// StartCorrelator runs a correlator from the stream into the database until the test ends; an
-// error it stops with before then fails the test.
+// StartCorrelator runs a correlator from the stream into the database until the test ends; a
+// correlator that stops before then, with an error or without, fails the test.
 func (p *Pipeline) StartCorrelator() {
 	p.t.Helper()
 	cfg := correlator.DefaultConfig()
@@ -64,15 +64,20 @@ func (p *Pipeline) StartCorrelator() {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	p.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			p.t.Errorf("correlator: %v", err)
+		select {
+		case err := <-done:
+			p.t.Errorf("the correlator stopped before the test ended: %v", err)
+			cancel()
+			return
+		default:
 		}
+		cancel()
+		<-done
 	})
 }
 
 // Publish sends envelopes to the stream as a collector would (bus.PublishAll: Nats-Msg-Id = id)
-// and waits until the correlator has stored every one of them.
+// and waits until the correlator (StartCorrelator) has stored every one of them.
 func (p *Pipeline) Publish(envs []*events.Envelope) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
