@@ -51,8 +51,9 @@ func (m MemoryLimit) Apply(getenv func(string) string, limit memlimit.Provider, 
 	}
 	bytes, err := memlimit.ApplyRatio(limit, m.Ratio)()
 	switch {
-	case errors.Is(err, memlimit.ErrNoLimit):
-		logger.Debug("no container memory limit; GOMEMLIMIT not set")
+	case errors.Is(err, memlimit.ErrNoLimit), errors.Is(err, memlimit.ErrCgroupsNotSupported):
+		// Not in a limited container, or not on Linux (a laptop): nothing to follow.
+		logger.Debug("no container memory limit; GOMEMLIMIT not set", "reason", err)
 		return 0, nil
 	case err != nil:
 		logger.Warn("could not read the container's memory limit; GOMEMLIMIT not set", "error", err)

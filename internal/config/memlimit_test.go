@@ -41,7 +41,8 @@ func TestMemoryLimit(t *testing.T) {
 			return ""
 		}, memlimit.Limit(gib), 0, "leaves it"},
 		{"no limit", config.MemoryLimit{Auto: true, Ratio: 0.9}, noEnv, func() (uint64, error) { return 0, memlimit.ErrNoLimit }, 0, "no container memory limit"},
-		{"unreadable", config.MemoryLimit{Auto: true, Ratio: 0.9}, noEnv, unreadable, 0, "could not read the container's memory limit"},
+		{"not on Linux", config.MemoryLimit{Auto: true, Ratio: 0.9}, noEnv, func() (uint64, error) { return 0, memlimit.ErrCgroupsNotSupported }, 0, "level=DEBUG msg=\"no container memory limit"},
+		{"unreadable", config.MemoryLimit{Auto: true, Ratio: 0.9}, noEnv, unreadable, 0, "level=WARN msg=\"could not read the container's memory limit"},
 	} {
 		debug.SetMemoryLimit(math.MaxInt64)
 		var logs bytes.Buffer
