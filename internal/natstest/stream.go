@@ -45,6 +45,12 @@ func StreamInfo(t testing.TB, url string, opts ...jetstream.StreamInfoOpt) *jets
 	t.Helper()
 	nc, js := Connect(t, url)
 	defer nc.Close()
+	return Info(t, js, opts...)
+}
+
+// Info is the state of schedlens' stream through js, with opts.
+func Info(t testing.TB, js jetstream.JetStream, opts ...jetstream.StreamInfoOpt) *jetstream.StreamInfo {
+	t.Helper()
 	ctx := context.Background()
 	s, err := js.Stream(ctx, bus.StreamName)
 	if err != nil {

@@ -101,14 +101,5 @@ func (p *Pipeline) Publish(envs []*events.Envelope) {
 // StreamState is the state of schedlens' stream: its messages and sequence numbers.
 func (p *Pipeline) StreamState() jetstream.StreamState {
 	p.t.Helper()
-	ctx := context.Background()
-	s, err := p.JS.Stream(ctx, bus.StreamName)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return info.State
+	return natstest.Info(p.t, p.JS).State
 }
