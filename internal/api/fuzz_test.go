@@ -12,6 +12,7 @@ import (
 	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
 // fuzzRoutes build a request from three fuzzed strings: every route with query parameters or
@@ -53,7 +54,7 @@ func query(kv ...string) string {
 
 // fuzzAPI is the api over a database of its own holding the generated day20 experiment.
 func fuzzAPI(f *testing.F) (http.Handler, []*events.Envelope) {
-	db := apitest.DB(f)
+	db := pgtest.DB(f)
 	envs := eventgen.Generate(eventgen.Default())
 	if _, err := db.Append(context.Background(), envs, nil); err != nil {
 		f.Fatal(err)

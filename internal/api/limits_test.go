@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/api/apitest"
+	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -44,7 +45,7 @@ func do(t *testing.T, method, url, body string, chunked bool) (*http.Response, p
 // A body beyond api.MaxBodyBytes is a 413 problem, declared or found while reading; one within
 // it is read as before.
 func TestBodiesBeyondTheLimitAre413(t *testing.T) {
-	srv := apitest.Serve(t, apitest.DB(t))
+	srv := apitest.Serve(t, pgtest.DB(t))
 	big := `{"name":"day20","change":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`
 	lookup := `{"ids":["` + strings.Repeat("x", api.MaxBodyBytes) + `"]}`
 	for _, tc := range []struct {
@@ -74,7 +75,7 @@ func TestBodiesBeyondTheLimitAre413(t *testing.T) {
 // GET /v1/dead-letters stays within its byte budget however large the poison messages, and
 // says what it cut.
 func TestDeadLettersPageIsCapped(t *testing.T) {
-	db := apitest.DB(t)
+	db := pgtest.DB(t)
 	srv := apitest.Serve(t, db)
 	var dead []store.DeadLetter
 	for i := range 80 {

@@ -75,6 +75,12 @@ func Open(t testing.TB, url string, opts ...store.Option) *store.DB {
 	return db
 }
 
+// DB opens the store over a new, migrated, empty database of this test's own (URL, Open).
+func DB(t testing.TB, opts ...store.Option) *store.DB {
+	t.Helper()
+	return Open(t, URL(t), opts...)
+}
+
 // newDatabase creates a database dropped when the test ends: from the migrated template when
 // migrated, else empty.
 func newDatabase(t testing.TB, migrated bool) string {

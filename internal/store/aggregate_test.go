@@ -10,6 +10,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	cfg := eventgen.Default()
 	cfg.Runs = 5
 	envs := eventgen.Generate(cfg)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
 func benchEnvelopes(b *testing.B, n int) []*events.Envelope {
@@ -29,7 +30,7 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 func BenchmarkAppend(b *testing.B) {
-	db := openDB(b)
+	db := pgtest.DB(b)
 	envs := benchEnvelopes(b, 20000)
 	b.ResetTimer()
 	n := 0

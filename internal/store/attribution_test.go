@@ -9,6 +9,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/eventstest"
+	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
 // ipOnly turns a request envelope into one an external load generator would send: no pod,
@@ -54,7 +55,7 @@ func TestRequestsAttributedByPodIP(t *testing.T) {
 		"results before the snapshots": append(append([]*events.Envelope{stray}, anonymous...), plain...),
 	} {
 		t.Run(name, func(t *testing.T) {
-			db := openDB(t)
+			db := pgtest.DB(t)
 			ingestInBatches(t, db, order, 53)
 			total := 0
 			for _, uid := range podUIDs(plain) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -39,7 +40,7 @@ func failedScheduling(t *testing.T, series int, count int64, uid string) *events
 // "integer out of range" (a 500 from the API); restarts summed over containers likewise.
 func TestCountsBeyond32BitsAddUp(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	envs := []*events.Envelope{
 		failedScheduling(t, 1, events.MaxCount, boundsPod),
 		failedScheduling(t, 2, events.MaxCount, boundsPod),
@@ -78,7 +79,7 @@ func TestCountsBeyond32BitsAddUp(t *testing.T) {
 // A UID spelt in upper case by one source and lower case by another is one pod.
 func TestUpperCaseUIDIsTheSamePod(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	envs := []*events.Envelope{
 		failedScheduling(t, 1, 2, boundsPod),
 		failedScheduling(t, 2, 3, strings.ToUpper(boundsPod)),
@@ -106,7 +107,7 @@ func TestUpperCaseUIDIsTheSamePod(t *testing.T) {
 // the raws add up to the page's; the response says what it left out.
 func TestDeadLetterPageWithinBudget(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	var dead []store.DeadLetter
 	for i := range 5 {
 		dead = append(dead, store.DeadLetter{Stream: "SCHEDLENS", Seq: uint64(i + 1), Subject: "schedlens.v1.lab.pod_status",

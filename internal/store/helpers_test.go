@@ -14,17 +14,11 @@ import (
 	"github.com/schedlens/schedlens/internal/store"
 )
 
-// openDB opens a store over a new database of the test's own.
-func openDB(t testing.TB) *store.DB {
-	t.Helper()
-	return pgtest.Open(t, pgtest.URL(t))
-}
-
 // withDefaultExperiment is a new store holding eventgen's default experiment, stored in
 // batches of size, and the experiment's envelopes.
 func withDefaultExperiment(t *testing.T, size int) (*store.DB, []*events.Envelope) {
 	t.Helper()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	envs := eventgen.Generate(eventgen.Default())
 	ingestInBatches(t, db, envs, size)
 	return db, envs

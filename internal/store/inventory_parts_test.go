@@ -9,6 +9,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
 // chunked is eventgen.ChunkInventories, failing the test on an error or when the experiment has
@@ -42,7 +43,7 @@ func timelinesWithoutEvents(tls map[string]align.Timeline) map[string]align.Time
 func TestChunkedInventoryEqualsWhole(t *testing.T) {
 	t.Parallel()
 	whole, envs := withDefaultExperiment(t, 50)
-	parts := openDB(t)
+	parts := pgtest.DB(t)
 	split := chunked(t, envs, 3, nil)
 	shuffle(split, 14, 6)
 	ingestInBatches(t, parts, split, 17)
@@ -71,7 +72,7 @@ func TestIncompleteChunkedInventoryEndsNothing(t *testing.T) {
 	envs := eventgen.Generate(eventgen.Default())
 	all := chunked(t, envs, 3, nil)
 	missing := chunked(t, envs, 3, map[string]bool{"2/1": true}) // the second inventory ends the oversized pod
-	db, complete := openDB(t), openDB(t)
+	db, complete := pgtest.DB(t), pgtest.DB(t)
 	ingestInBatches(t, db, missing, 23)
 	ingestInBatches(t, complete, all, 23)
 	uids := podUIDs(envs)

@@ -11,6 +11,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/eventstest"
+	"github.com/schedlens/schedlens/internal/pgtest"
 )
 
 // Inventories applied incrementally in the store give what align computes from all of them at
@@ -59,7 +60,7 @@ func TestInventoriesInAnyOrderAgreeWithAlign(t *testing.T) {
 	for seed := range uint64(6) {
 		order := append([]*events.Envelope{}, envs...)
 		shuffle(order, seed, 3)
-		db := openDB(t)
+		db := pgtest.DB(t)
 		ingestInBatches(t, db, order, 1+int(seed%3))
 		checkAgainstAlign(t, fmt.Sprintf("order %d", seed), db, envs, uids)
 	}

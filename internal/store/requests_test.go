@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/eventstest"
+	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -44,7 +45,7 @@ func attributionWorld(t *testing.T) (*store.DB, time.Time) {
 		mk("r5", "lab", "ingest", at(30), pod(4), &events.Request{OK: true, Status: 200, LatencyMS: 1}, events.KindRequest),
 		req("r6", "lab", "10.0.0.9", 5), // nobody knows it
 	}
-	db := openDB(t)
+	db := pgtest.DB(t)
 	ingestInBatches(t, db, envs, 4)
 	return db, t0
 }

@@ -44,7 +44,7 @@ func TestEndReasonsComeFromAlign(t *testing.T) {
 // migrating again from nothing gives the view back as it was: the timelines agree with align.
 func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	if err := db.DownTo(ctx, 0); err != nil {
 		t.Fatalf("down to 0: %v", err)
 	}

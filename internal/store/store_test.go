@@ -79,7 +79,7 @@ func normalize(tl align.Timeline) align.Timeline {
 func TestDuplicatedShuffledEventsGiveIdenticalProjections(t *testing.T) {
 	t.Parallel()
 	inOrder, envs := withDefaultExperiment(t, 100)
-	shuffled := openDB(t)
+	shuffled := pgtest.DB(t)
 	twice := append(slices.Clone(envs), envs...)
 	shuffle(twice, 1, 2)
 	res := ingestInBatches(t, shuffled, twice, 29)
@@ -145,7 +145,7 @@ func TestStatsCountEventsByKind(t *testing.T) {
 
 func TestDeadLettersStoredOncePerStreamPosition(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	dl := store.DeadLetter{Stream: "SCHEDLENS", Seq: 7, Subject: "schedlens.v1.lab.pod_status", Raw: []byte("{not json"), Error: "invalid envelope: not valid JSON\x00\xff"}
 	for range 2 {
 		if _, err := db.Append(context.Background(), nil, []store.DeadLetter{dl}); err != nil {
@@ -159,7 +159,7 @@ func TestDeadLettersStoredOncePerStreamPosition(t *testing.T) {
 
 func TestTimelineUnknownPod(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	if _, err := db.Timeline(context.Background(), "00000000-0000-0000-0000-000000000000"); err != store.ErrNotFound {
 		t.Errorf("err = %v, want ErrNotFound", err)
 	}
@@ -198,7 +198,7 @@ func TestIdleThresholdAppliesAtReadTime(t *testing.T) {
 // with align too, stored in batches that split runs.
 func TestProjectionAgreesWithAlignOnBusyMix(t *testing.T) {
 	t.Parallel()
-	db := openDB(t)
+	db := pgtest.DB(t)
 	cfg := eventgen.Default()
 	cfg.Runs, cfg.InventoryEvery, cfg.OversizedRuns = 8, 3, 2
 	envs := eventgen.Generate(cfg)

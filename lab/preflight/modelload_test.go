@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/preflight"
 )
@@ -24,7 +25,7 @@ import (
 // an error, just over it is not, and an arm without data falls back to its experiment's.
 func TestModelLoadFromAPI(t *testing.T) {
 	ctx := context.Background()
-	db := apitest.DB(t)
+	db := pgtest.DB(t)
 	f, err := os.Open("../../testdata/sample.jsonl")
 	if err != nil {
 		t.Fatal(err)

@@ -12,15 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/api"
-	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
 )
-
-// DB opens the store over a new database of the test's own (pgtest.URL), closed after it.
-func DB(t testing.TB) *store.DB {
-	t.Helper()
-	return pgtest.Open(t, pgtest.URL(t))
-}
 
 // Handler is the api over db (nil serves the routes that answer before asking it), with its
 // metrics on a registry of its own and its logs discarded.
