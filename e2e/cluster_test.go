@@ -13,7 +13,6 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
@@ -21,6 +20,7 @@ import (
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/publisher"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // The SCHEDLENS stream on a three-node JetStream cluster with three replicas: the collector's
@@ -117,7 +117,7 @@ func TestJetStreamClusterLosesAndDoublesNothing(t *testing.T) {
 	}
 	down.Stop() // mid-stream: the publisher has events in flight
 	offer(envs[third : 2*third])
-	if !clock.Until(90*time.Second, 100*time.Millisecond, func() bool { return msgs() >= uint64(2*third) }) {
+	if !testenv.Until(90*time.Second, 100*time.Millisecond, func() bool { return msgs() >= uint64(2*third) }) {
 		info, err := stream.Info(ctx)
 		t.Fatalf("timed out waiting for two thirds of the events (%d) in the stream without the old leader %s: %d messages, publisher buffered %d; stream info %+v (cluster %+v), %v",
 			2*third, down.Name(), msgs(), pub.Buffered(), info, clusterOf(info), err)

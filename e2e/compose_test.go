@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // composeCommand is `docker compose` when the plugin is installed, else Debian's docker-compose.
@@ -25,7 +24,7 @@ func composeCommand(t *testing.T) []string {
 	if p, err := exec.LookPath("docker-compose"); err == nil {
 		return []string{p}
 	}
-	pgtest.Unavailable(t, "neither `docker compose` nor docker-compose is installed; .ci/run installs docker-compose")
+	testenv.Unavailable(t, "neither `docker compose` nor docker-compose is installed; .ci/run installs docker-compose")
 	return nil
 }
 
@@ -45,7 +44,7 @@ func TestComposeStack(t *testing.T) {
 	if err := os.WriteFile(envFile, []byte(envText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	apiPort, correlatorPort := strconv.Itoa(testnet.FreePort(t)), strconv.Itoa(testnet.FreePort(t))
+	apiPort, correlatorPort := strconv.Itoa(testenv.FreePort(t)), strconv.Itoa(testenv.FreePort(t))
 	env := append(os.Environ(),
 		"SCHEDLENS_COMPOSE_ENV="+envFile,
 		"SCHEDLENS_IMAGE="+testImage,

@@ -16,9 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // The images the container tests run. schedlens:e2e is built from this tree by
@@ -47,7 +46,7 @@ var (
 func dockerImages(t *testing.T) (postgres, nats string) {
 	t.Helper()
 	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		pgtest.Unavailable(t, "no Docker engine answers (docker info: %v: %s); .ci/run installs and starts one", err, bytes.TrimSpace(out))
+		testenv.Unavailable(t, "no Docker engine answers (docker info: %v: %s); .ci/run installs and starts one", err, bytes.TrimSpace(out))
 	}
 	postgres, nats = os.Getenv(envPostgresImage), os.Getenv(envNATSImage)
 	imagesOnce.Do(func() {
@@ -109,7 +108,7 @@ func randomSuffix(t *testing.T) string {
 // waitUntil polls ok every 250ms until it holds or timeout passes.
 func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	if !clock.Until(timeout, 250*time.Millisecond, ok) {
+	if !testenv.Until(timeout, 250*time.Millisecond, ok) {
 		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }

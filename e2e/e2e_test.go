@@ -1,6 +1,6 @@
 // Package e2e runs the pipeline against real NATS JetStream and Postgres and checks what the API
 // serves: the correlator and the api as the same apps the binaries run (correlatorapp,
-// apiserver) in this process, the command-line tools (`collector replay`, `collector import`,
+// apiapp) in this process, the command-line tools (`collector replay`, `collector import`,
 // `api compare`) as the built binaries; one test runs the daemons as binaries too, the way the
 // README starts them.
 package e2e_test
@@ -23,19 +23,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/apiserver"
-	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/testbin"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // binaries are cmd/collector, correlator and api, built once per test process.
-var commands = testbin.New("../cmd/collector", "../cmd/correlator", "../cmd/api")
+var commands = testenv.NewBinaries("../cmd/collector", "../cmd/correlator", "../cmd/api")
 
 func binaries(t *testing.T) string { return commands.Dir(t) }
 
@@ -74,7 +72,7 @@ func daemon(t *testing.T, bin string, env []string, args ...string) {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	if !clock.Until(60*time.Second, 100*time.Millisecond, ok) {
+	if !testenv.Until(60*time.Second, 100*time.Millisecond, ok) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
@@ -129,10 +127,10 @@ func pipeline(t *testing.T, asBinaries bool) (string, string, string) {
 	bin := binaries(t)
 	nats := natstest.Start(t)
 	dbURL := pgtest.URL(t)
-	apiAddr := testnet.FreeAddr(t)
+	apiAddr := testenv.FreeAddr(t)
 	common := []string{"SCHEDLENS_NATS_URL=" + nats.URL(), "SCHEDLENS_DATABASE_URL=" + dbURL}
 	if asBinaries {
-		daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+testnet.FreeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
+		daemon(t, bin+"/correlator", append(common, "SCHEDLENS_METRICS_ADDR="+testenv.FreeAddr(t), "SCHEDLENS_BATCH_WAIT=50ms"))
 		daemon(t, bin+"/api", append(common, "SCHEDLENS_HTTP_ADDR="+apiAddr))
 	} else {
 		cfg := correlator.DefaultConfig()
@@ -141,7 +139,7 @@ func pipeline(t *testing.T, asBinaries bool) (string, string, string) {
 			return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: nats.URL(), DatabaseURL: dbURL, MetricsAddr: "127.0.0.1:0", Correlator: cfg})
 		})
 		inProcess(t, "api", func(ctx context.Context) error {
-			return apiserver.Run(ctx, apiserver.Options{HTTPAddr: apiAddr, DatabaseURL: dbURL})
+			return apiapp.Run(ctx, apiapp.Options{HTTPAddr: apiAddr, DatabaseURL: dbURL})
 		})
 	}
 	base := "http://" + apiAddr

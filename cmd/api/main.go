@@ -11,8 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/api"
-	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/config"
@@ -88,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger,
+		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger,
 			Auth: a, AuthMetrics: authFlags.Metrics, InsecureNoAuth: authFlags.Insecure, TLS: tlsFiles})
 	}
 	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))
@@ -96,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer db.Close()
-	c, err := api.Compute(ctx, db, compareName, namespace, baseline)
+	c, err := db.Comparison(ctx, compareName, namespace, baseline)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("compare: no experiment %q", compareName)
 	}

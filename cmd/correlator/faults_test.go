@@ -25,16 +25,14 @@ import (
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/logbuf"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
-	"github.com/schedlens/schedlens/internal/testbin"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // command is this package's binary, built once per test binary.
-var command = testbin.New(".")
+var command = testenv.NewBinaries(".")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -48,7 +46,7 @@ func correlatorBinary(t *testing.T) string { return filepath.Join(command.Dir(t)
 // proc is one correlator process.
 type proc struct {
 	cmd  *exec.Cmd
-	log  *logbuf.Buffer
+	log  *testenv.LogBuffer
 	done chan struct{} // closed once the process has exited
 	err  error         // Wait's answer, once done
 }
@@ -61,12 +59,12 @@ type faultRig struct {
 	js          jetstream.JetStream
 	dbURL       string
 	metricsAddr string
-	logs        []*logbuf.Buffer
+	logs        []*testenv.LogBuffer
 }
 
 func newFaultRig(t *testing.T, dbURL string) *faultRig {
 	t.Helper()
-	r := &faultRig{t: t, bin: correlatorBinary(t), nats: natstest.Start(t), dbURL: dbURL, metricsAddr: testnet.FreeAddr(t)}
+	r := &faultRig{t: t, bin: correlatorBinary(t), nats: natstest.Start(t), dbURL: dbURL, metricsAddr: testenv.FreeAddr(t)}
 	r.js = r.nats.Stream()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -82,7 +80,7 @@ func newFaultRig(t *testing.T, dbURL string) *faultRig {
 // thousand events take many batches and an unacknowledged one comes back within a second.
 func (r *faultRig) start() *proc {
 	r.t.Helper()
-	log := &logbuf.Buffer{}
+	log := &testenv.LogBuffer{}
 	r.logs = append(r.logs, log)
 	cmd := exec.Command(r.bin, "serve",
 		"-nats-url", r.nats.URL(), "-database-url", r.dbURL, "-metrics-addr", r.metricsAddr,

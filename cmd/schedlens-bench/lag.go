@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/correlator"
@@ -189,7 +189,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	apiAddr := make(chan string, 1)
 	apiDone := make(chan error, 1)
 	go func() {
-		apiDone <- apiserver.Run(apiCtx, apiserver.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
+		apiDone <- apiapp.Run(apiCtx, apiapp.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
 			Bound: func(addr string) { apiAddr <- addr }})
 	}()
 	var api *lagAPI

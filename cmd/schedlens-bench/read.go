@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedlens/schedlens/internal/api"
-	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
@@ -147,7 +147,7 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 	bound := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- apiserver.Run(srvCtx, apiserver.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
+		done <- apiapp.Run(srvCtx, apiapp.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
 			Bound: func(addr string) { bound <- addr }})
 	}()
 	defer func() {

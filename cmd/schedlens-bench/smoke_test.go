@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // noEnv is an empty environment: a run's flags are all the test gives it.
@@ -37,7 +38,7 @@ func adminURL(t *testing.T) string {
 	defer cancel()
 	admin := pgtest.AdminURL()
 	if err := store.CheckServer(ctx, admin); err != nil {
-		pgtest.Unavailable(t, "%v", err)
+		testenv.Unavailable(t, "%v", err)
 	}
 	return admin
 }

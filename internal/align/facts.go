@@ -1,5 +1,5 @@
 // Package align turns the events about a pod into its timeline: milestones, durations, counts and
-// the ordered event list, by the milestone table of ARCHITECTURE.md. It is pure: events in,
+// the ordered event list, by the milestone table of docs/contracts.md. It is pure: events in,
 // timeline out, no I/O and no clock.
 //
 // The work is split in two so that Postgres can do the same incrementally:

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -115,7 +114,7 @@ func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
 // compute builds the comparison, writing the problem itself when it cannot.
 func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bool) {
 	name := chi.URLParam(r, "name")
-	c, err := Compute(r.Context(), s.db, name, r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline"))
+	c, err := s.db.Comparison(r.Context(), name, r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline"))
 	var bad *compare.BadBaselineError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -129,13 +128,4 @@ func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bo
 		return Comparison{}, false
 	}
 	return c, true
-}
-
-// Compute compares the arms of an experiment with baseline (default: the definition's, else
-// "control"), over its pods in namespace (all when empty: runs of the same name from several
-// namespaces pool). ErrNotFound for an unknown experiment or one without pods there,
-// *compare.BadBaselineError for a baseline without pods. It is store.DB.Comparison: a
-// comparison of an unchanged experiment is handed out again, shared (read it only).
-func Compute(ctx context.Context, db *store.DB, name, namespace, baseline string) (Comparison, error) {
-	return db.Comparison(ctx, name, namespace, baseline)
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/auth"
-	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 const (
@@ -150,7 +150,7 @@ func TestTokenFileIsReadAgain(t *testing.T) {
 	writeFile(t, path, writeToken+" write new\n")
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		if !clock.Until(10*time.Second, 20*time.Millisecond, cond) {
+		if !testenv.Until(10*time.Second, 20*time.Millisecond, cond) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 	}

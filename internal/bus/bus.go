@@ -75,7 +75,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 	}
 	sc := jetstream.StreamConfig{
 		Name:        StreamName,
-		Description: "schedlens envelopes (see ARCHITECTURE.md)",
+		Description: "schedlens envelopes (see docs/contracts.md)",
 		Subjects:    []string{events.StreamSubjects},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,

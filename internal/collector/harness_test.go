@@ -24,12 +24,12 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/prober"
 	"github.com/schedlens/schedlens/internal/publisher"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // cluster is a fake API server (client-go's fake clientset) whose pod list can be held and
@@ -281,7 +281,7 @@ func streamEnvelopes(t *testing.T, url string) []*events.Envelope {
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	if !clock.Until(d, 20*time.Millisecond, ok) {
+	if !testenv.Until(d, 20*time.Millisecond, ok) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -86,7 +86,7 @@ func TestCollectorSurvivesNATSOutage(t *testing.T) {
 					t.Error("no re-publish of the current state after the overflow")
 				}
 			}
-			waitFor(t, 10*time.Second, "the buffer to empty", func() bool { return metricstest.Value(t, r.reg, "schedlens_collector_buffered") == 0 })
+			waitFor(t, 10*time.Second, "the buffer to empty", func() bool { return metricstest.Registered(t, r.reg, "schedlens_collector_buffered") == 0 })
 		})
 	}
 }

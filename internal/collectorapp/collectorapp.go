@@ -193,7 +193,7 @@ func (a *App) Run(ctx context.Context) error {
 			return err
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/v1/ingest/requests", ingest.Handler(ingest.Options{Cluster: a.o.Collector.Cluster, Source: "ingest", Logger: a.o.Logger}, publish))
+		mux.Handle(ingest.Path, ingest.Handler(ingest.Options{Cluster: a.o.Collector.Cluster, Source: "ingest", Logger: a.o.Logger}, publish))
 		logger := a.o.Logger.With("listener", "ingest")
 		h, err := auth.Protect("ingest", a.o.IngestAddr, mux, a.o.Auth, auth.IngestPolicy(), a.o.InsecureNoAuth, logger)
 		if err != nil {

@@ -59,19 +59,6 @@ type Conditions struct {
 	KubeletVersions []string `json:"kubelet_versions"`
 }
 
-// NodePoolLabels are the node labels read, in order, as a node's pool: the managed Kubernetes
-// node-pool labels (GKE, EKS, AKS, Karpenter, OKE), then the lab's.
-var NodePoolLabels = []string{
-	"cloud.google.com/gke-nodepool",
-	"eks.amazonaws.com/nodegroup",
-	"kubernetes.azure.com/agentpool",
-	"agentpool",
-	"karpenter.sh/nodepool",
-	"oci.oraclecloud.com/node-pool-id",
-	"node-pool",
-	"lab.schedlens.io/pool",
-}
-
 // Comparison is the answer of /v1/experiments/{name}/comparison.
 type Comparison struct {
 	Experiment string `json:"experiment"`
@@ -191,7 +178,7 @@ func conditionsOf(p *ArmPlacement, nodes map[string]NodeInfo) Conditions {
 		if !ok {
 			continue
 		}
-		for _, key := range NodePoolLabels {
+		for _, key := range events.NodePoolLabels {
 			if v := n.Labels[key]; v != "" {
 				pools[v] = true
 				break

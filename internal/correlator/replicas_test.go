@@ -18,6 +18,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/metricstest"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -28,14 +29,14 @@ type reads struct {
 	Timelines     map[string]align.Timeline
 	Pods          []align.Summary
 	Comparison    any
-	Interruptions map[string][]store.ArmInterruptions
+	Interruptions map[string][]report.ArmInterruptions
 	Stats         store.Stats
 }
 
 func readAll(t *testing.T, db *store.DB, envs []*events.Envelope, experiment string) reads {
 	t.Helper()
 	ctx := context.Background()
-	r := reads{Timelines: map[string]align.Timeline{}, Interruptions: map[string][]store.ArmInterruptions{}}
+	r := reads{Timelines: map[string]align.Timeline{}, Interruptions: map[string][]report.ArmInterruptions{}}
 	runs := map[string]bool{}
 	for _, env := range envs {
 		uid := env.PodUID()

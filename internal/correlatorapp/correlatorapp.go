@@ -19,11 +19,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/wait"
 )
 
 // Options configure the correlator.
@@ -209,7 +209,7 @@ func waitAndMigrate(ctx context.Context, db *store.DB, retryMax time.Duration, l
 			return ctx.Err()
 		}
 		logger.Warn("waiting for the database", "attempt", attempt, "retry_in", delay, "error", err)
-		if !clock.Sleep(ctx, delay) {
+		if !wait.Sleep(ctx, delay) {
 			return ctx.Err()
 		}
 		delay = min(2*delay, retryMax)

@@ -12,12 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/correlatorapp"
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // The pipeline runs on the least-privilege NATS users (docs/security.md): the correlator as
@@ -48,7 +48,7 @@ func TestPipelineOnLeastPrivilegeUsers(t *testing.T) {
 		t.Fatalf("the correlator as user correlator did not start: %v", err)
 	}
 	// The listener answers before the database and the stream are there: wait until ready.
-	if !clock.Until(30*time.Second, 50*time.Millisecond, func() bool {
+	if !testenv.Until(30*time.Second, 50*time.Millisecond, func() bool {
 		resp, err := http.Get("http://" + metrics + "/readyz")
 		if err != nil {
 			return false
@@ -92,7 +92,7 @@ func TestPipelineOnLeastPrivilegeUsers(t *testing.T) {
 	}
 	defer db.Close()
 	var stored int64
-	if !clock.Until(30*time.Second, 100*time.Millisecond, func() bool {
+	if !testenv.Until(30*time.Second, 100*time.Millisecond, func() bool {
 		st, err := db.Stats(ctx)
 		stored = st.EventsTotal
 		return err == nil && st.EventsTotal == int64(res.Published)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/logbuf"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // exporter serves a fixture as dcgm-exporter serves /metrics, on 127.0.0.1.
@@ -85,7 +85,7 @@ func TestScrapeOnce(t *testing.T) {
 	})
 	defer close(release) // before the servers close: they wait for their handlers
 
-	var logs logbuf.Buffer
+	var logs testenv.LogBuffer
 	rec := &recorder{}
 	s := &dcgm.Scraper{
 		Targets: func() []dcgm.Target {
@@ -227,7 +227,7 @@ func TestScrapeOnceStopsWithItsContext(t *testing.T) {
 		}
 	})
 	defer close(release)
-	var logs logbuf.Buffer
+	var logs testenv.LogBuffer
 	s := &dcgm.Scraper{
 		Targets:  func() []dcgm.Target { return []dcgm.Target{{URL: hanging.URL + "/metrics"}} },
 		Timeout:  time.Minute,

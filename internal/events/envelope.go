@@ -16,7 +16,7 @@ const MaxIDLen = 200
 // Kind names what an envelope is about and which payload its data holds.
 type Kind string
 
-// The envelope kinds of ARCHITECTURE.md.
+// The envelope kinds of docs/contracts.md.
 const (
 	KindK8sEvent   Kind = "k8s_event"
 	KindPodStatus  Kind = "pod_status"
@@ -96,6 +96,27 @@ const (
 	LabelArm        = "schedlens.io/arm"
 	LabelRun        = "schedlens.io/run"
 )
+
+// LabelScenario marks the pods of a lab disruption scenario (rolling-update, drain, node-rejoin);
+// their arm label names the scenario too.
+const LabelScenario = "schedlens.io/scenario"
+
+// NodePoolLabels are the node labels read, in order, as the name of a node's pool: the managed
+// Kubernetes node-pool labels (GKE, EKS, AKS, Karpenter, OKE), a plain `node-pool`, then the
+// lab's. The comparison's conditions and preflight's cluster view both read them.
+var NodePoolLabels = []string{
+	"cloud.google.com/gke-nodepool",
+	"eks.amazonaws.com/nodegroup",
+	"kubernetes.azure.com/agentpool",
+	"agentpool",
+	"karpenter.sh/nodepool",
+	"oci.oraclecloud.com/node-pool-id",
+	"node-pool",
+	LabelLabPool,
+}
+
+// LabelLabPool names the pool of a lab node (lab/cluster).
+const LabelLabPool = "lab.schedlens.io/pool"
 
 // LabelKeys are the pod label keys that carry experiment attribution; configurable per cluster.
 type LabelKeys struct {

@@ -33,6 +33,9 @@ type Response struct {
 	RejectedCount int        `json:"rejected_count"`
 }
 
+// Path is where the collector serves Handler, on its -ingest-addr listener.
+const Path = "/v1/ingest/requests"
+
 // Handler serves POST /v1/ingest/requests: a body of NDJSON rows (see Row), Content-Type
 // application/x-ndjson or application/json (or none). The valid rows are published with
 // publish and answered 200 with a Response, which lists the rejected lines, if any. Errors are

@@ -16,15 +16,25 @@ func Value(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	return v
 }
 
-// Registered is Value, failing the test when g does not hold name at all: for metrics that are
-// always there (a plain counter or gauge), so that a renamed one is not read as 0.
+// Registered is Value, failing the test when g does not hold name at all, so that a renamed
+// metric is not read as 0. A vector nothing was counted in yet gathers nothing: when g is also
+// a Registerer (a *prometheus.Registry), such a name is told apart from an unknown one by
+// registering a probe of that name, which a registry refuses for a name it holds.
 func Registered(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	t.Helper()
 	v, ok := lookup(t, g, name)
-	if !ok {
-		t.Fatalf("%s not registered", name)
+	if ok {
+		return v
 	}
-	return v
+	if r, isReg := g.(prometheus.Registerer); isReg {
+		probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "metricstest probe"})
+		if err := r.Register(probe); err != nil {
+			return 0 // the name is registered: a vector without values
+		}
+		r.Unregister(probe)
+	}
+	t.Fatalf("%s not registered", name)
+	return 0
 }
 
 func lookup(t testing.TB, g prometheus.Gatherer, name string) (float64, bool) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/natsserver"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // The users of a server started with StartWithRoles.
@@ -33,7 +33,7 @@ const Account = "SCHEDLENS"
 // use its inbox prefix (InboxPrefix) for replies. The server is shut down when the test ends.
 func StartWithRoles(t testing.TB, consumer string) *Server {
 	t.Helper()
-	port := testnet.FreePort(t)
+	port := testenv.FreePort(t)
 	passwords := map[string]string{}
 	for _, role := range []string{RoleAdmin, RoleCollector, RoleCorrelator} {
 		passwords[role] = randomPassword()

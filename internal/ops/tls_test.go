@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/internal/tlstest"
 )
 
@@ -48,7 +48,7 @@ func TestTLSCertificateIsReloaded(t *testing.T) {
 	resp.Body.Close()
 
 	ca.Issue(t, dir, "tls", "second", false)
-	if !clock.Until(10*time.Second, 50*time.Millisecond, func() bool { return peer(t, ca, addr) == "second" }) {
+	if !testenv.Until(10*time.Second, 50*time.Millisecond, func() bool { return peer(t, ca, addr) == "second" }) {
 		t.Fatalf("the replaced certificate was not served within 10s (still %q)", peer(t, ca, addr))
 	}
 }

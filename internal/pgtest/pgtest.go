@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // AdminURL is the server tests create their databases on: $SCHEDLENS_TEST_DATABASE_URL, else the
@@ -39,16 +40,6 @@ func UnreachableEnv(userinfo string) func(string) string {
 		}
 		return ""
 	}
-}
-
-// Unavailable ends a test that cannot reach a service it needs: a failure in CI (CI=true), a
-// skip with the reason elsewhere. It never lets the test pass silently.
-func Unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
 }
 
 // URL returns the URL of a new, migrated, empty database for this test.
@@ -88,7 +79,7 @@ func newDatabase(t testing.TB, migrated bool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := store.CheckServer(ctx, AdminURL()); err != nil {
-		Unavailable(t, "%v", err)
+		testenv.Unavailable(t, "%v", err)
 	}
 	var tmpl string
 	if migrated {

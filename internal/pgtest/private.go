@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/store"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // Private is a Postgres server of a test's own — initdb'd into a temporary directory, on a free
@@ -90,7 +90,7 @@ func NewPrivate(t testing.TB) *Private {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	p := &Private{t: t, bin: bin, dir: filepath.Join(root, "data"), sock: root, port: testnet.FreePort(t)}
+	p := &Private{t: t, bin: bin, dir: filepath.Join(root, "data"), sock: root, port: testenv.FreePort(t)}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/wait"
 )
 
 // Config bounds the publisher.
@@ -118,7 +118,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.m.publishFailures.Inc()
 		p.logger.Warn("stream not ready; retrying", "error", err)
-		if !clock.Sleep(ctx, p.cfg.RetryMax) {
+		if !wait.Sleep(ctx, p.cfg.RetryMax) {
 			return nil
 		}
 	}
@@ -140,7 +140,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		p.dirty.Store(true)
 		batch = append(batch[:0], failed...)
-		if !clock.Sleep(ctx, delay) {
+		if !wait.Sleep(ctx, delay) {
 			return p.drain(batch...)
 		}
 		delay = min(2*delay, p.cfg.RetryMax)
@@ -257,7 +257,7 @@ func (p *Publisher) drain(batch ...*events.Envelope) error {
 			return nil
 		}
 		batch = p.send(ctx, batch)
-		if ctx.Err() != nil || (len(batch) > 0 && !clock.Sleep(ctx, p.cfg.RetryMin)) {
+		if ctx.Err() != nil || (len(batch) > 0 && !wait.Sleep(ctx, p.cfg.RetryMin)) {
 			left := len(batch) + len(p.buf)
 			p.logger.Warn("shutting down with envelopes not acknowledged; they are re-published from the cluster state on the next start", "left", left)
 			return nil

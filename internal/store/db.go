@@ -22,11 +22,13 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/migrations"
 )
 
-// ErrNotFound is returned when the requested row does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is returned when the requested row does not exist: report.ErrNotFound, which the
+// readers of reports test for without importing the store.
+var ErrNotFound = report.ErrNotFound
 
 // DB is a handle on the schedlens database.
 type DB struct {
@@ -37,9 +39,9 @@ type DB struct {
 
 	statementTimeout time.Duration
 
-	runs          runCache                                   // what ComparisonInput read of each run, by fingerprint (aggregate.go)
-	interruptions capped[interruptionKey, interruptionEntry] // RunInterruptions by fingerprint (aggregate.go)
-	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (aggregate.go)
+	runs          runCache                                   // what ComparisonInput read of each run, by fingerprint (comparison.go)
+	interruptions capped[interruptionKey, interruptionEntry] // RunInterruptions by fingerprint (comparison.go)
+	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (comparison.go)
 	direct        bool                                       // WithoutReadCache
 }
 
@@ -63,7 +65,7 @@ func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.sta
 
 // WithoutReadCache makes ComparisonInput read every pod, snapshot and request of the experiment
 // each time, the comparison compute every run's bootstrap afresh and RunInterruptions compute
-// every time, as before the per-run caches (aggregate.go, compare's memo): the same results,
+// every time, as before the per-run caches (comparison.go, compare's memo): the same results,
 // slower. The read bench's baseline.
 func WithoutReadCache() Option { return func(db *DB) { db.direct = true } }
 

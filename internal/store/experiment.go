@@ -14,6 +14,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 const mergeExperiment = `
@@ -30,17 +31,8 @@ func queueExperiments(b *pgx.Batch, envs []*events.Envelope) {
 	}
 }
 
-// ExperimentInfo is an experiment as the API lists it.
-type ExperimentInfo struct {
-	Name       string             `json:"name"`
-	Definition *events.Experiment `json:"definition"` // nil when no definition was received
-	Arms       []string           `json:"arms"`
-	Runs       []string           `json:"runs"`
-	Pods       int                `json:"pods"`
-}
-
 // Experiments lists every experiment that has a definition or pods.
-func (db *DB) Experiments(ctx context.Context) ([]ExperimentInfo, error) {
+func (db *DB) Experiments(ctx context.Context) ([]report.ExperimentInfo, error) {
 	rows, err := db.pool.Query(ctx, `
 		SELECT n.name, e.definition::text,
 		       COALESCE(array_agg(DISTINCT p.exp_arm) FILTER (WHERE p.exp_arm IS NOT NULL), '{}'),
@@ -53,9 +45,9 @@ func (db *DB) Experiments(ctx context.Context) ([]ExperimentInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list experiments: %w", err)
 	}
-	out := []ExperimentInfo{}
+	out := []report.ExperimentInfo{}
 	var (
-		info ExperimentInfo
+		info report.ExperimentInfo
 		def  *string
 	)
 	_, err = pgx.ForEachRow(rows, []any{&info.Name, &def, &info.Arms, &info.Runs, &info.Pods}, func() error {
@@ -67,7 +59,7 @@ func (db *DB) Experiments(ctx context.Context) ([]ExperimentInfo, error) {
 			}
 		}
 		slices.Sort(e.Arms)
-		slices.SortFunc(e.Runs, CompareRuns)
+		slices.SortFunc(e.Runs, compare.CompareRuns)
 		out = append(out, e)
 		return nil
 	})
@@ -78,28 +70,25 @@ func (db *DB) Experiments(ctx context.Context) ([]ExperimentInfo, error) {
 }
 
 // Experiment returns one experiment, or ErrNotFound.
-func (db *DB) Experiment(ctx context.Context, name string) (ExperimentInfo, error) {
+func (db *DB) Experiment(ctx context.Context, name string) (report.ExperimentInfo, error) {
 	all, err := db.Experiments(ctx)
 	if err != nil {
-		return ExperimentInfo{}, err
+		return report.ExperimentInfo{}, err
 	}
 	for _, e := range all {
 		if e.Name == name {
 			return e, nil
 		}
 	}
-	return ExperimentInfo{}, ErrNotFound
+	return report.ExperimentInfo{}, ErrNotFound
 }
-
-// CompareRuns orders run names (see compare.CompareRuns).
-func CompareRuns(a, b string) int { return compare.CompareRuns(a, b) }
 
 // ComparisonInput gathers what a comparison of experiment name reads, for its pods in
 // namespace (all when empty): the definition, per arm and run the pods with their latency
 // histograms and the preemptions they caused, the run's interruption seconds, the placement
 // per arm and the nodes the pods ran on. ErrNotFound for an unknown experiment or one without
 // pods there. What it reads of a run is kept and read again only when the run changed
-// (aggregate.go); the result is the one reading everything gives (comparisonInputDirect). The
+// (comparison.go); the result is the one reading everything gives (comparisonInputDirect). The
 // pods' summaries (their pointers and maps) are shared with that cache: read them, do not
 // change them.
 func (db *DB) ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error) {

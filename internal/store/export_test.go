@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // DownTo rolls the schema back to version with the migrations' Down sections (tests only).
@@ -26,8 +27,8 @@ func (db *DB) ComparisonInputDirect(ctx context.Context, name, namespace string)
 }
 
 // RunInterruptionsDirect is runInterruptions without the cache (tests only).
-func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
-	var out []ArmInterruptions
+func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
+	var out []report.ArmInterruptions
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)

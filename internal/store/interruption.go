@@ -11,22 +11,16 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
 )
-
-// ArmInterruptions are the service interruptions of one arm (or disruption scenario) in a run.
-type ArmInterruptions struct {
-	Arm     string         `json:"arm"`
-	Pods    int            `json:"pods"`
-	Windows []align.Window `json:"windows"`
-}
 
 // RunInterruptions computes, per arm of an experiment run, the windows in which fewer pods than
 // the steady count were Ready or no request succeeded for longer than minGap (align.Interruptions),
 // from the pods' snapshots and successful requests, for the pods of namespace (all when empty).
 // ErrNotFound when the run has no pods. They are computed again only when one of the run's
-// pods changed (aggregate.go).
-func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
-	var out []ArmInterruptions
+// pods changed (comparison.go).
+func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
+	var out []report.ArmInterruptions
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
 		if db.direct {
@@ -40,7 +34,7 @@ func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run s
 }
 
 // runInterruptions is RunInterruptions inside tx.
-func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	type podData struct {
 		arm   string
 		snaps []*events.Envelope
@@ -113,14 +107,14 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 		byArm[pd.arm] = append(byArm[pd.arm], align.ReadySpans(pd.snaps, pd.end))
 		count[pd.arm]++
 	}
-	var out []ArmInterruptions
+	var out []report.ArmInterruptions
 	for arm, spans := range byArm {
 		ws := align.Interruptions(spans, successes[arm], minGap)
 		if ws == nil {
 			ws = []align.Window{}
 		}
-		out = append(out, ArmInterruptions{Arm: arm, Pods: count[arm], Windows: ws})
+		out = append(out, report.ArmInterruptions{Arm: arm, Pods: count[arm], Windows: ws})
 	}
-	slices.SortFunc(out, func(a, b ArmInterruptions) int { return strings.Compare(a.Arm, b.Arm) })
+	slices.SortFunc(out, func(a, b report.ArmInterruptions) int { return strings.Compare(a.Arm, b.Arm) })
 	return out, nil
 }

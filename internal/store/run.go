@@ -10,71 +10,14 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
-// RunDetail is everything a run's timeline draws: its pods, the pods they preempted from outside
-// the run, each pod's scheduling failures and GPU samples, the arms' service interruptions and
-// the node changes (cordon, NotReady, rejoin) while the run lasted.
-type RunDetail struct {
-	Experiment string
-	Namespace  string // "" when the run's pods of every namespace are pooled
-	Run        string
-	// Pods are the run's pods in the order they were first seen.
-	Pods []align.Summary
-	// Outside are pods preempted by the run's pods that are not the run's own.
-	Outside []align.Summary
-	// FailedScheduling holds each pod's FailedScheduling occurrences in time order, by UID.
-	FailedScheduling map[string][]SchedulingFailure
-	// GPU holds each pod's GPU utilisation samples in time order, by UID.
-	GPU map[string][]GPUPoint
-	// Interruptions are the service interruptions of each arm (align.DefaultMinGap).
-	Interruptions []ArmInterruptions
-	// NodeChanges are the changes of the nodes' schedulability and readiness while the run
-	// lasted (from its first pod's creation to its last observation).
-	NodeChanges []NodeChange
-	// Scenarios names the disruption scenario of an arm whose pods carry the
-	// schedlens.io/scenario label (rolling-update, drain, node-rejoin).
-	Scenarios map[string]string
-	// From and To bound the run: its own pods' first creation (or sighting) and last
-	// observation (pods Outside may start earlier).
-	From, To time.Time
-}
-
-// SchedulingFailure is one FailedScheduling occurrence: when, and the scheduler's note.
-type SchedulingFailure struct {
-	At   time.Time `json:"at"`
-	Note string    `json:"note"`
-}
-
-// GPUPoint is one GPU utilisation sample (percent).
-type GPUPoint struct {
-	At   time.Time `json:"at"`
-	Util float64   `json:"util"`
-}
-
-// Node change kinds.
-const (
-	NodeCordoned   = "cordoned"
-	NodeUncordoned = "uncordoned"
-	NodeNotReady   = "not_ready"
-	NodeReady      = "ready"
-)
-
-// NodeChange is a node becoming unschedulable or schedulable again, NotReady or Ready again.
-type NodeChange struct {
-	At     time.Time `json:"at"`
-	Node   string    `json:"node"`
-	Change string    `json:"change"`
-}
-
-// LabelScenario marks the pods of a disruption scenario (their arm label names the scenario).
-const LabelScenario = "schedlens.io/scenario"
-
-// RunDetail reads a run of an experiment (its pods in namespace; all when empty). ErrNotFound
+// report.RunDetail reads a run of an experiment (its pods in namespace; all when empty). ErrNotFound
 // when the run has no pods.
-func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) (RunDetail, error) {
-	d := RunDetail{Experiment: experiment, Namespace: namespace, Run: run,
-		FailedScheduling: map[string][]SchedulingFailure{}, GPU: map[string][]GPUPoint{}, Scenarios: map[string]string{}}
+func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error) {
+	d := report.RunDetail{Experiment: experiment, Namespace: namespace, Run: run,
+		FailedScheduling: map[string][]report.SchedulingFailure{}, GPU: map[string][]report.GPUPoint{}, Scenarios: map[string]string{}}
 	cursor := ""
 	for {
 		page, err := db.ListPods(ctx, PodFilter{Experiment: experiment, Run: run, Namespace: namespace}, MaxPage, cursor)
@@ -160,7 +103,7 @@ func span(pods []align.Summary) (from, to time.Time) {
 }
 
 // podSeries reads the FailedScheduling occurrences, GPU samples and scenario labels of pods.
-func (db *DB) podSeries(ctx context.Context, uids []string, d *RunDetail) error {
+func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail) error {
 	arm := map[string]string{}
 	for _, p := range d.Pods {
 		arm[p.Pod.UID] = deref(p.Experiment.Arm)
@@ -175,7 +118,7 @@ func (db *DB) podSeries(ctx context.Context, uids []string, d *RunDetail) error 
 		      (kind = 'k8s_event' AND envelope->'data'->>'reason' = 'FailedScheduling')
 		   OR (kind = 'gpu_sample' AND envelope->'data'->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
 		   OR (kind = 'pod_status' AND envelope->'data'->'labels' ? $2))
-		ORDER BY occurred_at, id COLLATE "C"`, uids, LabelScenario)
+		ORDER BY occurred_at, id COLLATE "C"`, uids, events.LabelScenario)
 	if err != nil {
 		return err
 	}
@@ -189,10 +132,10 @@ func (db *DB) podSeries(ctx context.Context, uids []string, d *RunDetail) error 
 		at = at.UTC()
 		switch kind {
 		case string(events.KindK8sEvent):
-			d.FailedScheduling[uid] = append(d.FailedScheduling[uid], SchedulingFailure{At: at, Note: deref(text)})
+			d.FailedScheduling[uid] = append(d.FailedScheduling[uid], report.SchedulingFailure{At: at, Note: deref(text)})
 		case string(events.KindGPUSample):
 			if util != nil {
-				d.GPU[uid] = append(d.GPU[uid], GPUPoint{At: at, Util: *util})
+				d.GPU[uid] = append(d.GPU[uid], report.GPUPoint{At: at, Util: *util})
 			}
 		case string(events.KindPodStatus):
 			if a, ok := arm[uid]; ok && text != nil && *text != "" {
@@ -206,7 +149,7 @@ func (db *DB) podSeries(ctx context.Context, uids []string, d *RunDetail) error 
 
 // nodeChanges reads the changes of every node's schedulability and readiness within [from, to],
 // each against the node's state before it.
-func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]NodeChange, error) {
+func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]report.NodeChange, error) {
 	rows, err := db.pool.Query(ctx, `
 		SELECT node, occurred_at, unschedulable, ready, prev_unschedulable, prev_ready FROM (
 			SELECT node, occurred_at,
@@ -221,7 +164,7 @@ func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]NodeChange
 	if err != nil {
 		return nil, fmt.Errorf("read node changes: %w", err)
 	}
-	out := []NodeChange{}
+	out := []report.NodeChange{}
 	var (
 		node                 string
 		at                   time.Time
@@ -234,18 +177,18 @@ func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]NodeChange
 			return nil
 		}
 		if unsch != *prevUnsch {
-			c := NodeUncordoned
+			c := report.NodeUncordoned
 			if unsch {
-				c = NodeCordoned
+				c = report.NodeCordoned
 			}
-			out = append(out, NodeChange{At: at, Node: node, Change: c})
+			out = append(out, report.NodeChange{At: at, Node: node, Change: c})
 		}
 		if ready != *prevReady {
-			c := NodeNotReady
+			c := report.NodeNotReady
 			if ready {
-				c = NodeReady
+				c = report.NodeReady
 			}
-			out = append(out, NodeChange{At: at, Node: node, Change: c})
+			out = append(out, report.NodeChange{At: at, Node: node, Change: c})
 		}
 		return nil
 	})
@@ -255,23 +198,8 @@ func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]NodeChange
 	return out, nil
 }
 
-// Request is one request a pod served, as the pod view plots it.
-type Request struct {
-	At        time.Time `json:"at"`
-	OK        bool      `json:"ok"`
-	Status    int       `json:"status"`
-	LatencyMS float64   `json:"latency_ms"`
-	Error     string    `json:"error,omitempty"`
-}
-
-// PodSeries are a pod's requests and GPU samples in time order.
-type PodSeries struct {
-	Requests []Request
-	GPU      []GPUPoint
-}
-
-// PodSeries reads the requests a pod served and its GPU samples.
-func (db *DB) PodSeries(ctx context.Context, uid string) (PodSeries, error) {
+// report.PodSeries reads the requests a pod served and its GPU samples.
+func (db *DB) PodSeries(ctx context.Context, uid string) (report.PodSeries, error) {
 	rows, err := db.pool.Query(ctx, `
 		SELECT kind, occurred_at,
 		       COALESCE((envelope->'data'->>'ok')::boolean, false),
@@ -282,12 +210,12 @@ func (db *DB) PodSeries(ctx context.Context, uid string) (PodSeries, error) {
 		FROM events WHERE pod_uid = $1 AND kind IN ('request', 'gpu_sample')
 		ORDER BY occurred_at, id COLLATE "C"`, uid)
 	if err != nil {
-		return PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
+		return report.PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
 	}
-	s := PodSeries{Requests: []Request{}, GPU: []GPUPoint{}}
+	s := report.PodSeries{Requests: []report.Request{}, GPU: []report.GPUPoint{}}
 	var (
 		kind string
-		r    Request
+		r    report.Request
 		util *float64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&kind, &r.At, &r.OK, &r.Status, &r.LatencyMS, &r.Error, &util}, func() error {
@@ -295,12 +223,12 @@ func (db *DB) PodSeries(ctx context.Context, uid string) (PodSeries, error) {
 		if kind == string(events.KindRequest) {
 			s.Requests = append(s.Requests, r)
 		} else if util != nil {
-			s.GPU = append(s.GPU, GPUPoint{At: r.At, Util: *util})
+			s.GPU = append(s.GPU, report.GPUPoint{At: r.At, Util: *util})
 		}
 		return nil
 	})
 	if err != nil {
-		return PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
+		return report.PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/internal/tlstest"
 )
 
@@ -54,7 +55,7 @@ func TestOpenWithSSL(t *testing.T) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
 	if err != nil {
-		pgtest.Unavailable(t, "postgres: %v", err)
+		testenv.Unavailable(t, "postgres: %v", err)
 	}
 	var ssl string
 	err = conn.QueryRow(ctx, "SHOW ssl").Scan(&ssl)

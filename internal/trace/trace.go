@@ -3,7 +3,7 @@
 // (pending, start, model_load, ready_to_first_success, serving), FailedScheduling and the end as
 // instant events, a flow from preemptor to victim for each preemption, a counter per pod for GPU
 // utilisation and the arm's service interruptions as slices on the arm's first thread.
-// It is pure: a store.RunDetail in, the trace out.
+// It is pure: a report.RunDetail in, the trace out.
 package trace
 
 import (
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // Trace is a Chrome Trace Event document (the JSON object form).
@@ -65,7 +65,7 @@ const OutsideProcess = "outside the run (preempted)"
 const InterruptionsThread = "service interruptions"
 
 // Build converts a run into a trace.
-func Build(d store.RunDetail) Trace {
+func Build(d report.RunDetail) Trace {
 	b := &builder{origin: d.From, t: Trace{DisplayTimeUnit: "ms", TraceEvents: []Event{},
 		OtherData: map[string]any{"experiment": d.Experiment, "run": d.Run, "namespace": d.Namespace, "start": d.From.Format(time.RFC3339Nano)}}}
 	byArm := map[string][]align.Summary{}
@@ -169,7 +169,7 @@ func (b *builder) slice(name, cat string, pid, tid int, from, to time.Time, args
 
 // pod adds a pod's phases: one slice per pair of consecutive milestones reached; the phase in
 // which observation ended runs to the pod's end (or last observation) and is marked censored.
-func (b *builder) pod(p align.Summary, pid, tid int, failures []store.SchedulingFailure, gpu []store.GPUPoint) {
+func (b *builder) pod(p align.Summary, pid, tid int, failures []report.SchedulingFailure, gpu []report.GPUPoint) {
 	m := p.Milestones
 	end := p.ObservedUntil
 	if m.Ended != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/pipetest"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/internal/ui"
 )
 
@@ -54,7 +54,7 @@ func browser(t testing.TB) context.Context {
 		if p, err := exec.LookPath("chromium"); err == nil {
 			path = p
 		} else {
-			pgtest.Unavailable(t, "chromium not installed at %s (apt-get install chromium; .ci/run does)", chromium)
+			testenv.Unavailable(t, "chromium not installed at %s (apt-get install chromium; .ci/run does)", chromium)
 		}
 	}
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),

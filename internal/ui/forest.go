@@ -7,7 +7,7 @@ import (
 	"net/url"
 
 	"github.com/schedlens/schedlens/internal/compare"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // Forest plot geometry.
@@ -73,7 +73,7 @@ type placementRow struct {
 
 func counts(m map[string]int) string { return compare.JoinCounts(m, " ×") }
 
-func buildExperiment(e store.ExperimentInfo, c compare.Comparison, ns string, cerr error) experimentView {
+func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, cerr error) experimentView {
 	v := experimentView{Name: e.Name, Namespace: ns, Baseline: c.Baseline, Method: c.Method, UnknownThresholds: c.UnknownThresholds,
 		PrimaryMetrics: c.PrimaryMetrics, UnknownMetricWords: c.UnknownMetricWords, ThresholdsChangedAfterStart: c.ThresholdsChangedAfterStart, Alpha: c.Alpha}
 	if e.Definition != nil {

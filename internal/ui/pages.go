@@ -14,10 +14,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // armInfo is an arm as its definition describes it.
@@ -38,7 +37,7 @@ func definedArms(def *events.Experiment) []armInfo {
 }
 
 // armOrder is the baseline, then the definition's arms, then the other arms seen.
-func armOrder(e store.ExperimentInfo) []string {
+func armOrder(e report.ExperimentInfo) []string {
 	var out []string
 	if e.Definition != nil && e.Definition.Baseline != "" {
 		out = append(out, e.Definition.Baseline)
@@ -105,15 +104,15 @@ func (u *UI) experiments(w http.ResponseWriter, r *http.Request) {
 // errNoComparison wraps the reasons an experiment cannot be compared yet.
 var errNoComparison = errors.New("no comparison")
 
-// compute is api.Compute with its expected refusals (no pods, no baseline pods) turned into
-// errNoComparison.
-func compute(ctx context.Context, db *store.DB, name, ns, baseline string) (compare.Comparison, error) {
-	c, err := api.Compute(ctx, db, name, ns, baseline)
+// compute is the comparison the store reads, with its expected refusals (no pods, no baseline
+// pods) turned into errNoComparison.
+func compute(ctx context.Context, db Reader, name, ns, baseline string) (compare.Comparison, error) {
+	c, err := db.Comparison(ctx, name, ns, baseline)
 	var bad *compare.BadBaselineError
 	switch {
 	case errors.As(err, &bad):
 		return c, fmt.Errorf("%w: %s", errNoComparison, bad.Error())
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, report.ErrNotFound):
 		return c, fmt.Errorf("%w: no pods yet", errNoComparison)
 	}
 	return c, err
@@ -179,7 +178,7 @@ func (u *UI) arm(w http.ResponseWriter, r *http.Request) {
 	for _, m := range compare.Metrics {
 		v.Metrics = append(v.Metrics, m.Name)
 	}
-	for _, run := range slices.SortedFunc(maps.Keys(byRun), store.CompareRuns) {
+	for _, run := range slices.SortedFunc(maps.Keys(byRun), compare.CompareRuns) {
 		rd := byRun[run]
 		vals, lower := compare.RunMetrics(rd)
 		ar := armRun{Run: run, URL: runURL(name, run, url.Values{"arm": {arm}, "namespace": nonEmpty(ns)})}
@@ -260,7 +259,7 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 		Crumbs: []crumb{{"Experiments", Prefix + "/"}, {name, experimentURL(name)}}, View: v})
 }
 
-// runVersion answers the run's version (store.RunVersion) as text, for live pages to poll.
+// runVersion answers the run's version (Reader.RunVersion) as text, for live pages to poll.
 func (u *UI) runVersion(w http.ResponseWriter, r *http.Request) {
 	v, err := u.db.RunVersion(r.Context(), chi.URLParam(r, "name"), r.URL.Query().Get("namespace"), chi.URLParam(r, "run"))
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // maxPlotted bounds the requests drawn in the latency chart (every k-th beyond it; the tables
@@ -30,7 +30,7 @@ type podView struct {
 	Latency      []classRow
 	RequestCount int
 	Plotted      int
-	GPU          []store.GPUPoint
+	GPU          []report.GPUPoint
 	Events       []eventRow
 	Interruption []windowRow
 	Arm, Run     string
@@ -53,7 +53,7 @@ type eventRow struct {
 	Kind, What, Detail, Source string
 }
 
-func buildPod(tl align.Timeline, s store.PodSeries) podView {
+func buildPod(tl align.Timeline, s report.PodSeries) podView {
 	v := podView{Summary: tl.Summary, GPU: s.GPU, RequestCount: len(s.Requests), Arm: deref(tl.Experiment.Arm), Run: deref(tl.Experiment.Run)}
 	m := tl.Milestones
 	origin := cmp.Or(m.Created, m.FirstUnschedulable, m.Scheduled)
@@ -84,7 +84,7 @@ func buildPod(tl align.Timeline, s store.PodSeries) podView {
 		}
 		v.Interruption = append(v.Interruption, row)
 	}
-	var failures []store.SchedulingFailure
+	var failures []report.SchedulingFailure
 	for _, e := range tl.Events {
 		row := eventRow{At: e.OccurredAt, Kind: string(e.Kind), Source: e.Source}
 		switch e.Kind {
@@ -96,7 +96,7 @@ func buildPod(tl align.Timeline, s store.PodSeries) podView {
 					row.What += fmt.Sprintf(" (×%d)", k.Count)
 				}
 				if k.Reason == events.ReasonFailedScheduling {
-					failures = append(failures, store.SchedulingFailure{At: e.OccurredAt, Note: k.Note})
+					failures = append(failures, report.SchedulingFailure{At: e.OccurredAt, Note: k.Note})
 				}
 			}
 		case events.KindPodStatus:
@@ -170,7 +170,7 @@ func buildPod(tl align.Timeline, s store.PodSeries) podView {
 	return v
 }
 
-func errorClass(r store.Request) string {
+func errorClass(r report.Request) string {
 	switch {
 	case r.Error != "":
 		return r.Error
@@ -218,7 +218,7 @@ func snapshotSummary(p events.PodStatus) (string, string) {
 
 // requestChart plots each request's latency over time: successes as circles, failures as
 // crosses on the bottom row, on the pod timeline's time axis.
-func requestChart(c *chart, reqs []store.Request) (template.HTML, int) {
+func requestChart(c *chart, reqs []report.Request) (template.HTML, int) {
 	if len(reqs) == 0 {
 		return "", 0
 	}
@@ -260,7 +260,7 @@ func requestChart(c *chart, reqs []store.Request) (template.HTML, int) {
 }
 
 // gpuChart plots GPU utilisation (0–100 %) over time as a line.
-func gpuChart(c *chart, gpu []store.GPUPoint) template.HTML {
+func gpuChart(c *chart, gpu []report.GPUPoint) template.HTML {
 	if len(gpu) == 0 {
 		return ""
 	}

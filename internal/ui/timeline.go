@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // Run timeline geometry (SVG user units; the SVG scales to the page's width).
@@ -99,7 +99,7 @@ type group struct {
 
 // groups orders the run's pods: the definition's arms first, then other arms (scenarios), then
 // the outsiders.
-func groups(d store.RunDetail, order []string) []group {
+func groups(d report.RunDetail, order []string) []group {
 	byArm := map[string][]align.Summary{}
 	for _, p := range d.Pods {
 		byArm[deref(p.Experiment.Arm)] = append(byArm[deref(p.Experiment.Arm)], p)
@@ -136,7 +136,7 @@ func deref(s *string) string {
 
 // disruptions lists what happened to the run from outside its pods' own lives: node changes,
 // pods created to replace others of a disruption scenario, evictions.
-func disruptions(d store.RunDetail) []disruption {
+func disruptions(d report.RunDetail) []disruption {
 	var out []disruption
 	for _, c := range d.NodeChanges {
 		out = append(out, disruption{At: c.At, Kind: "node", Label: fmt.Sprintf("node %s %s", c.Node, strings.ReplaceAll(c.Change, "_", " "))})
@@ -181,7 +181,7 @@ func disruptions(d store.RunDetail) []disruption {
 }
 
 // buildRun lays out a run's timeline and the tables under it.
-func buildRun(d store.RunDetail, order []string, f runFilter) runView {
+func buildRun(d report.RunDetail, order []string, f runFilter) runView {
 	v := runView{Experiment: d.Experiment, Run: d.Run, Namespace: d.Namespace, Start: d.From, Filter: f,
 		Total: len(d.Pods) + len(d.Outside)}
 	gs := groups(d, order)
@@ -387,7 +387,7 @@ func (c *chart) axis(s *svg, height float64) {
 // lane draws one pod: its phases as bars (pending hatched, start, model load, ready → first
 // success, then a thin serving line), a marker per milestone, FailedScheduling ticks, an open
 // end when censored, and the GPU utilisation strip.
-func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, failures []store.SchedulingFailure, gpu []store.GPUPoint) {
+func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, failures []report.SchedulingFailure, gpu []report.GPUPoint) {
 	m := p.Milestones
 	attrs := fmt.Sprintf(`class="lane" data-pod-uid="%s" data-node="%s"`, esc(p.Pod.UID), esc(deref(p.Pod.Node)))
 	if len(p.Censored) > 0 {
@@ -484,7 +484,7 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, f
 // gpuStrip draws GPU utilisation under a lane, shaded by utilisation: one cell per sample
 // (lasting until the next, at most 30 s), or, when samples are denser than gpuBucket units, one
 // cell per bucket with the mean of its samples.
-func (c *chart) gpuStrip(s *svg, gpu []store.GPUPoint, y float64, detail bool) {
+func (c *chart) gpuStrip(s *svg, gpu []report.GPUPoint, y float64, detail bool) {
 	type cell struct{ x0, x1, sum, n float64 }
 	var cells []cell
 	for i, g := range gpu {
@@ -513,7 +513,7 @@ func (c *chart) gpuStrip(s *svg, gpu []store.GPUPoint, y float64, detail bool) {
 	}
 }
 
-func row(g group, p align.Summary, d store.RunDetail) podRow {
+func row(g group, p align.Summary, d report.RunDetail) podRow {
 	r := podRow{Group: g.Name, Name: p.Pod.Name, UID: p.Pod.UID, Node: deref(p.Pod.Node), URL: podURL(p.Pod.UID), Outside: g.Outside,
 		Created: p.Milestones.Created, Pending: p.Durations.Pending, Start: p.Durations.Start, ModelLoad: p.Durations.ModelLoad,
 		ToFirstSuccess: p.Durations.ReadyToFirstSuccess, Censored: strings.Join(p.Censored, ", "), Ended: deref(p.EndedReason),

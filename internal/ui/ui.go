@@ -14,6 +14,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -27,7 +28,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 //go:embed templates/*.html
@@ -39,15 +42,28 @@ var staticFS embed.FS
 // Prefix is where the api mounts the UI.
 const Prefix = "/ui"
 
+// Reader is what the UI reads: the store's reports, timelines and comparisons (*store.DB).
+type Reader interface {
+	Experiments(ctx context.Context) ([]report.ExperimentInfo, error)
+	Experiment(ctx context.Context, name string) (report.ExperimentInfo, error)
+	LastEvents(ctx context.Context) (map[string]time.Time, error)
+	Comparison(ctx context.Context, name, namespace, baseline string) (compare.Comparison, error)
+	ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error)
+	RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error)
+	RunVersion(ctx context.Context, experiment, namespace, run string) (string, error)
+	Timeline(ctx context.Context, uid string) (align.Timeline, error)
+	PodSeries(ctx context.Context, uid string) (report.PodSeries, error)
+}
+
 // UI serves the web UI.
 type UI struct {
-	db     *store.DB
+	db     Reader
 	logger *slog.Logger
 	pages  map[string]*template.Template
 }
 
 // New returns the UI's handler, to be mounted at Prefix.
-func New(db *store.DB, logger *slog.Logger) (http.Handler, error) {
+func New(db Reader, logger *slog.Logger) (http.Handler, error) {
 	u := &UI{db: db, logger: logger, pages: map[string]*template.Template{}}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -134,13 +150,13 @@ func (u *UI) internal(w http.ResponseWriter, r *http.Request, err error) {
 	u.fail(w, r, http.StatusInternalServerError, "Internal error", "The page could not be built; see the server log.")
 }
 
-// failedLookup answers a lookup that failed: a 404 page saying what for store.ErrNotFound, a 500
+// failedLookup answers a lookup that failed: a 404 page saying what for report.ErrNotFound, a 500
 // for any other error. It reports whether it answered (not for a nil err).
 func (u *UI) failedLookup(w http.ResponseWriter, r *http.Request, err error, what string) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, report.ErrNotFound):
 		u.fail(w, r, http.StatusNotFound, "Not found", what)
 	default:
 		u.internal(w, r, err)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/specfile"
 )
 
@@ -32,8 +33,8 @@ const (
 	MIG         = "mig"
 )
 
-// LabelPool names a node's pool.
-const LabelPool = "lab.schedlens.io/pool"
+// LabelPool names a node's pool (one of the pool labels the comparison and preflight read).
+const LabelPool = events.LabelLabPool
 
 // Spec is a GPU cluster.
 type Spec struct {

@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedlens/schedlens/internal/align"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/kubelet"
 	"github.com/schedlens/schedlens/lab/labenv"
@@ -271,7 +271,7 @@ func snapshotData(t *testing.T, tl align.Timeline) events.PodStatus {
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	if !clock.Until(d, 50*time.Millisecond, ok) {
+	if !testenv.Until(d, 50*time.Millisecond, ok) {
 		t.Fatalf("timed out after %s waiting for %s", d, what)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/lab/experiment"
 )
 
@@ -70,7 +70,7 @@ disruptions: [rolling-update, drain, node-rejoin]
 	}
 	e.settle()
 	var resp struct {
-		Arms []store.ArmInterruptions `json:"arms"`
+		Arms []report.ArmInterruptions `json:"arms"`
 	}
 	if code := e.get("/v1/experiments/disrupt/runs/1/interruptions", &resp); code != 200 {
 		t.Fatalf("interruptions: HTTP %d", code)

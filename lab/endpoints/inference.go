@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/wait"
 	"github.com/schedlens/schedlens/lab/sim"
 )
 
@@ -74,7 +74,7 @@ func (e *podEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := e.draw(func(rng *rand.Rand) time.Duration {
 			return time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Millisecond)))
 		})
-		if clock.Sleep(r.Context(), d) {
+		if wait.Sleep(r.Context(), d) {
 			writeJSON(w, http.StatusServiceUnavailable, errorResponse{Error: "model not ready", Pod: p.Name})
 		}
 		return
@@ -85,7 +85,7 @@ func (e *podEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer end()
 	}
 	d := e.draw(func(rng *rand.Rand) time.Duration { return Latency(p, rng) })
-	if !clock.Sleep(r.Context(), d) {
+	if !wait.Sleep(r.Context(), d) {
 		return // the client went away or the pod stopped
 	}
 	writeJSON(w, http.StatusOK, inferResponse{

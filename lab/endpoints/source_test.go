@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedlens/schedlens/internal/clock"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/lab/endpoints"
 	"github.com/schedlens/schedlens/lab/sim"
 )
@@ -84,8 +83,8 @@ func loopbackIP() string {
 // testConfig is a Config on free ports with a fast reconcile.
 func testConfig(t *testing.T) endpoints.Config {
 	return endpoints.Config{
-		Port:      testnet.FreePort(t),
-		DCGMPort:  testnet.FreePort(t),
+		Port:      testenv.FreePort(t),
+		DCGMPort:  testenv.FreePort(t),
 		Seed:      42,
 		Reconcile: 10 * time.Millisecond,
 	}
@@ -135,7 +134,7 @@ func refused(addr string) bool {
 // eventually polls cond until it holds or 5s have passed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !clock.Until(5*time.Second, 5*time.Millisecond, cond) {
+	if !testenv.Until(5*time.Second, 5*time.Millisecond, cond) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/wait"
 )
 
 // disruptionPods is how many pods each disruption scenario runs.
@@ -32,7 +33,7 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 	}
 	mk := func(name string) *corev1.Pod {
 		p := r.pod(d, base, scenario, run, name)
-		p.Labels[LabelScenario] = scenario
+		p.Labels[events.LabelScenario] = scenario
 		return p
 	}
 	var names []string
@@ -48,7 +49,7 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 		return err
 	}
 	// Serve in the steady state a while first: interruptions are measured against it.
-	if !clock.Sleep(ctx, r.Hold) {
+	if !wait.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("disrupting", len(names), len(names))
@@ -65,7 +66,7 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 	if err != nil {
 		return err
 	}
-	if !clock.Sleep(ctx, r.Hold) {
+	if !wait.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("cleaning", len(live), len(live))
@@ -150,7 +151,7 @@ func (r *Runner) nodeRejoin(ctx context.Context, names []string) error {
 	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, false); err != nil {
 		return err
 	}
-	if !clock.Sleep(ctx, 2*r.Hold) {
+	if !wait.Sleep(ctx, 2*r.Hold) {
 		return ctx.Err()
 	}
 	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, true); err != nil {
@@ -185,7 +186,7 @@ func (r *Runner) waitGone(ctx context.Context, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pod %s not gone after 60s", name)
 		}
-		if !clock.Sleep(ctx, 50*time.Millisecond) {
+		if !wait.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

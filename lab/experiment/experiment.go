@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/wait"
 	"github.com/schedlens/schedlens/lab/kubelet"
 	"github.com/schedlens/schedlens/lab/specfile"
 )
@@ -42,9 +42,6 @@ const (
 	Drain         = "drain"
 	NodeRejoin    = "node-rejoin"
 )
-
-// LabelScenario marks the pods of a disruption scenario (their arm label names the scenario).
-const LabelScenario = "schedlens.io/scenario"
 
 // Definition is an experiment: what changes, what stays fixed, what is measured, how often.
 type Definition struct {
@@ -325,7 +322,7 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 		return err
 	}
 	report("holding", len(names)-len(unready), len(names), unready)
-	if !clock.Sleep(ctx, r.Hold) {
+	if !wait.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
 	report("cleaning", len(names)-len(unready), len(names), unready)
@@ -376,7 +373,7 @@ func (r *Runner) waitReady(ctx context.Context, names []string, timeout time.Dur
 		if len(unready) == 0 || time.Now().After(deadline) {
 			return unready, nil
 		}
-		if !clock.Sleep(ctx, 100*time.Millisecond) {
+		if !wait.Sleep(ctx, 100*time.Millisecond) {
 			return nil, ctx.Err()
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // deploymentEnv is the plain environment the chart gives the container of the Deployment whose
@@ -89,7 +89,7 @@ func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 	}
 	// The api asks with the chart's own ServiceAccount (auth-delegator through the chart).
 	kubeconfig, _ := serviceAccountClient(t, ns, ns+"-schedlens")
-	addr := testnet.FreeAddr(t)
+	addr := testenv.FreeAddr(t)
 	env["SCHEDLENS_HTTP_ADDR"], env["SCHEDLENS_DATABASE_URL"], env["KUBECONFIG"] = addr, pgtest.URL(t), kubeconfig
 	env["SCHEDLENS_AUTH_CACHE_TTL"] = "1s"
 	api := start(t, bin+"/api", env)

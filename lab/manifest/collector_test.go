@@ -21,9 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/schedlens/schedlens/internal/logbuf"
 	"github.com/schedlens/schedlens/internal/natstest"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // serviceAccountClient returns a kubeconfig file and a clientset that authenticate as the
@@ -57,7 +56,7 @@ func ptr[T any](v T) *T { return &v }
 // process is a started binary whose output the test keeps.
 type process struct {
 	cmd *exec.Cmd
-	logbuf.Buffer
+	testenv.LogBuffer
 }
 
 // start runs a binary with exactly env (plus PATH and HOME) until the test ends, then stops it
@@ -150,7 +149,7 @@ func TestCollectorRunsWithTheChartsServiceAccount(t *testing.T) {
 			if got := env["SCHEDLENS_INGEST_ADDR"]; got != ":9102" {
 				t.Errorf("the chart gives the collector SCHEDLENS_INGEST_ADDR %q, want \":9102\" (collector.ingestPort)", got)
 			}
-			metrics, ingest := testnet.FreeAddr(t), testnet.FreeAddr(t)
+			metrics, ingest := testenv.FreeAddr(t), testenv.FreeAddr(t)
 			env["SCHEDLENS_NATS_URL"] = nats
 			env["SCHEDLENS_METRICS_ADDR"] = metrics
 			env["SCHEDLENS_INGEST_ADDR"] = ingest

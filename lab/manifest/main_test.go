@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/schedlens/schedlens/internal/testbin"
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/lab/controlplane"
 )
 
@@ -38,6 +38,6 @@ func run(m *testing.M) int {
 }
 
 // commands are the collector, correlator and api, built once per test process.
-var commands = testbin.New("github.com/schedlens/schedlens/cmd/collector", "github.com/schedlens/schedlens/cmd/correlator", "github.com/schedlens/schedlens/cmd/api")
+var commands = testenv.NewBinaries("github.com/schedlens/schedlens/cmd/collector", "github.com/schedlens/schedlens/cmd/correlator", "github.com/schedlens/schedlens/cmd/api")
 
 func binaries(t *testing.T) string { return commands.Dir(t) }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/natstest"
 	"github.com/schedlens/schedlens/internal/pgtest"
-	"github.com/schedlens/schedlens/internal/testnet"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 var metricName = regexp.MustCompile(`\bschedlens_[a-z0-9_]+\b`)
@@ -174,7 +174,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	addrs := map[string]string{"collector": testnet.FreeAddr(t), "correlator": testnet.FreeAddr(t), "api": testnet.FreeAddr(t)}
+	addrs := map[string]string{"collector": testenv.FreeAddr(t), "correlator": testenv.FreeAddr(t), "api": testenv.FreeAddr(t)}
 	common := map[string]string{"SCHEDLENS_NATS_URL": nats, "SCHEDLENS_DATABASE_URL": db, "SCHEDLENS_LOG_FORMAT": "json"}
 	with := func(extra map[string]string) map[string]string {
 		out := map[string]string{}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/lab/cluster"
 )
@@ -30,11 +31,10 @@ type Cluster struct {
 	PoolLabel string
 }
 
-// PoolLabels are node labels that name a node pool, tried in order.
-var PoolLabels = []string{
-	cluster.LabelPool, "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool",
-	"kubernetes.azure.com/agentpool", "node.kubernetes.io/instance-type", "nvidia.com/gpu.product",
-}
+// PoolLabels are node labels that group nodes into pools, tried in order: the node-pool labels
+// the comparison reads (events.NodePoolLabels), then the machine's shape (instance type, GPU
+// model) for clusters that label no pool.
+var PoolLabels = append(slices.Clone(events.NodePoolLabels), "node.kubernetes.io/instance-type", "nvidia.com/gpu.product")
 
 // FromSpec is the cluster of a lab cluster spec: its nodes as the device plugin and GPU feature
 // discovery advertise them, and its PriorityClasses.

@@ -19,9 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/bus"
-	"github.com/schedlens/schedlens/internal/clock"
 	"github.com/schedlens/schedlens/internal/collector"
 	"github.com/schedlens/schedlens/internal/collectorapp"
 	"github.com/schedlens/schedlens/internal/correlator"
@@ -29,6 +28,7 @@ import (
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/prober"
+	"github.com/schedlens/schedlens/internal/wait"
 	"github.com/schedlens/schedlens/lab/background"
 )
 
@@ -46,7 +46,7 @@ type Options struct {
 }
 
 // Stack is the running pipeline: the same apps the binaries run (collectorapp, correlatorapp,
-// apiserver), in this process.
+// apiapp), in this process.
 type Stack struct {
 	NATSURL string
 	APIAddr string // host:port the API listens on
@@ -120,7 +120,7 @@ func (s *Stack) start(ctx context.Context) error {
 		addr = "127.0.0.1:0"
 	}
 	s.bg.Go("api", func() error {
-		return apiserver.Run(ctx, apiserver.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL,
+		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL,
 			Logger: s.opts.Logger.With("component", "api"), Bound: func(a string) { apiUp <- a }})
 	})
 	if err := s.wait(apiUp, "api"); err != nil {
@@ -153,7 +153,7 @@ func (s *Stack) ready(ctx context.Context, url, name string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s not ready after 60s", name)
 		}
-		if !clock.Sleep(ctx, 50*time.Millisecond) {
+		if !wait.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}

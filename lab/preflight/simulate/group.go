@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/schedlens/schedlens/internal/clock"
+	"github.com/schedlens/schedlens/internal/wait"
 	"github.com/schedlens/schedlens/lab/preflight"
 )
 
@@ -246,7 +246,7 @@ func (r *run) restoreExisting(ctx context.Context) (map[types.UID]string, error)
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("running pod %s not seen after %s", c.key, r.timeout)
 			}
-			if !clock.Sleep(ctx, poll) {
+			if !wait.Sleep(ctx, poll) {
 				return nil, ctx.Err()
 			}
 		}
@@ -285,7 +285,7 @@ func (r *run) canary(ctx context.Context) error {
 			r.s.logger.Warn("simulation: the canary pod was not bound; going on", "node", last)
 			break
 		}
-		if !clock.Sleep(ctx, poll) {
+		if !wait.Sleep(ctx, poll) {
 			return ctx.Err()
 		}
 	}
@@ -308,7 +308,7 @@ func (r *run) remove(ctx context.Context, pods []*created) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("pod %s still there after %s", c.key, r.timeout)
 			}
-			if !clock.Sleep(ctx, poll) {
+			if !wait.Sleep(ctx, poll) {
 				return ctx.Err()
 			}
 		}
@@ -326,7 +326,7 @@ func (r *run) waitGone(ctx context.Context, key string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pod %s still terminating after %s", key, r.timeout)
 		}
-		if !clock.Sleep(ctx, poll) {
+		if !wait.Sleep(ctx, poll) {
 			return ctx.Err()
 		}
 	}

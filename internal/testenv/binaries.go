@@ -1,6 +1,4 @@
-// Package testbin builds the project's commands once per test process, for the tests that run
-// the real binaries (the e2e tests, the fault tests, the chart's process tests).
-package testbin
+package testenv
 
 import (
 	"fmt"
@@ -12,21 +10,23 @@ import (
 	"testing"
 )
 
-// Set is a set of packages built together into one temporary directory on first use; the
+// Binaries is a set of packages built together into one temporary directory on first use; the
 // package's TestMain calls Remove after m.Run.
-type Set struct {
+type Binaries struct {
 	pkgs []string
 	once sync.Once
 	dir  string
 	err  error
 }
 
-// New is the set of pkgs (import paths, or paths relative to the test's package directory).
-func New(pkgs ...string) *Set { return &Set{pkgs: pkgs} }
+// NewBinaries is the set of pkgs (import paths, or paths relative to the test's package
+// directory), built once per test process for the tests that run the real binaries (the e2e
+// tests, the fault tests, the chart's process tests).
+func NewBinaries(pkgs ...string) *Binaries { return &Binaries{pkgs: pkgs} }
 
 // Dir builds the set the first time it is asked for and returns the directory holding one
 // binary per package, named after it; a failed build fails every test that asks.
-func (s *Set) Dir(t testing.TB) string {
+func (s *Binaries) Dir(t testing.TB) string {
 	t.Helper()
 	s.once.Do(func() {
 		if s.dir, s.err = os.MkdirTemp("", "schedlens-test-bin-"); s.err != nil {
@@ -48,7 +48,7 @@ func (s *Set) Dir(t testing.TB) string {
 }
 
 // Remove deletes the built binaries, if any were built.
-func (s *Set) Remove() {
+func (s *Binaries) Remove() {
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // The comparison reads every pod, snapshot and request of an experiment; at 300 runs and a
@@ -146,7 +147,7 @@ func (db *DB) comparisonRuns(ctx context.Context, name, namespace string) (map[s
 		if len(stale) == 0 {
 			return nil
 		}
-		slices.SortFunc(stale, CompareRuns)
+		slices.SortFunc(stale, compare.CompareRuns)
 		read, err := db.readRunSlices(ctx, tx, name, namespace, stale)
 		if err != nil {
 			return err
@@ -285,7 +286,7 @@ func comparisonArms(in *compare.Input, runs map[string]*runSlice) {
 			}
 		}
 	}
-	for _, run := range slices.SortedFunc(maps.Keys(runs), CompareRuns) {
+	for _, run := range slices.SortedFunc(maps.Keys(runs), compare.CompareRuns) {
 		s := runs[run]
 		for _, p := range s.pods {
 			arm, r := deref(p.Experiment.Arm), deref(p.Experiment.Run)
@@ -341,12 +342,12 @@ type interruptionKey struct {
 
 type interruptionEntry struct {
 	fingerprint string
-	arms        []ArmInterruptions // nil: ErrNotFound
+	arms        []report.ArmInterruptions // nil: ErrNotFound
 }
 
 // cachedInterruptions is runInterruptions inside tx, from the cache when the run's pod rows
 // did not change since it was computed.
-func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]ArmInterruptions, error) {
+func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	var fp *string
 	if err := tx.QueryRow(ctx, `
 		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
@@ -415,7 +416,7 @@ func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) 
 // with when it was received, and the nodes' labels and versions.
 func comparisonKey(in compare.Input, def []byte, runs map[string]*runSlice) (string, error) {
 	var b strings.Builder
-	for _, run := range slices.SortedFunc(maps.Keys(runs), CompareRuns) {
+	for _, run := range slices.SortedFunc(maps.Keys(runs), compare.CompareRuns) {
 		b.WriteString(run)
 		b.WriteByte(0)
 		b.WriteString(runs[run].fingerprint)

@@ -1,4 +1,4 @@
-package apiserver_test
+package apiapp_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedlens/schedlens/internal/apiserver"
+	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/auth"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
@@ -24,13 +24,13 @@ const (
 )
 
 // start runs the api with o on a loopback port until the test ends and returns its base URL.
-func start(t *testing.T, o apiserver.Options) string {
+func start(t *testing.T, o apiapp.Options) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	bound := make(chan string, 1)
 	done := make(chan error, 1)
 	o.HTTPAddr, o.Bound = "127.0.0.1:0", func(addr string) { bound <- addr }
-	go func() { done <- apiserver.Run(ctx, o) }()
+	go func() { done <- apiapp.Run(ctx, o) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -79,7 +79,7 @@ func TestTokenFileProtectsTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := start(t, apiserver.Options{DatabaseURL: pgtest.URL(t), Auth: tf})
+	base := start(t, apiapp.Options{DatabaseURL: pgtest.URL(t), Auth: tf})
 	def := `{"name":"day1","arms":["control","priority"]}`
 	for _, tc := range []struct {
 		method, path, token, body string
@@ -110,12 +110,12 @@ func TestNoAuthNeedsLoopback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, addr := range []string{":0", "0.0.0.0:0"} {
-		err := apiserver.Run(ctx, apiserver.Options{HTTPAddr: addr, DatabaseURL: "postgres://root@127.0.0.1:1/none?sslmode=disable"})
+		err := apiapp.Run(ctx, apiapp.Options{HTTPAddr: addr, DatabaseURL: "postgres://root@127.0.0.1:1/none?sslmode=disable"})
 		if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 			t.Errorf("%q without auth: %v, want a refusal", addr, err)
 		}
 	}
-	base := start(t, apiserver.Options{DatabaseURL: pgtest.URL(t), InsecureNoAuth: true})
+	base := start(t, apiapp.Options{DatabaseURL: pgtest.URL(t), InsecureNoAuth: true})
 	if code, body := do(t, "GET", base+"/v1/stats", "", ""); code != 200 {
 		t.Errorf("loopback without auth: %d %s", code, body)
 	}
@@ -144,7 +144,7 @@ func TestAPIOnAReadOnlyRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(role, "ro-password")
-	base := start(t, apiserver.Options{DatabaseURL: u.String(), InsecureNoAuth: true})
+	base := start(t, apiapp.Options{DatabaseURL: u.String(), InsecureNoAuth: true})
 	for _, path := range []string{"/readyz", "/v1/stats", "/v1/pods", "/v1/experiments", "/v1/dead-letters", "/v1/unattributed-requests",
 		"/v1/experiments/none", "/ui/"} {
 		code, body := do(t, "GET", base+path, "", "")

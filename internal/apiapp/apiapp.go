@@ -1,8 +1,8 @@
-// Package apiserver is the api process: the store, the HTTP API with the web UI under /ui/,
+// Package apiapp is the api process: the store, the HTTP API with the web UI under /ui/,
 // /metrics, /healthz and /readyz on one listener, behind Options and Run, so cmd/api, the lab's
 // in-process stack and tests run the same code. Authentication and TLS, when configured, wrap
 // this one handler.
-package apiserver
+package apiapp
 
 import (
 	"context"

@@ -1,7 +1,4 @@
-// Package testnet gives tests loopback addresses to listen on, for servers and binaries that
-// take an address rather than a listener (a daemon's -metrics-addr, a nats-server or postgres
-// port).
-package testnet
+package testenv
 
 import (
 	"net"
@@ -9,7 +6,8 @@ import (
 	"testing"
 )
 
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago: the kernel picked it
+// FreePort is for servers and binaries that take an address rather than a listener (a daemon's
+// -metrics-addr, a nats-server or postgres port): a TCP port that was free on 127.0.0.1 a moment ago: the kernel picked it
 // for a listener that is closed again, so another process could take it before the caller does.
 func FreePort(t testing.TB) int {
 	t.Helper()
