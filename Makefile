@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 STRICT ?=
 TEST_STEPS ?= check-tree test-main test-lab test-fuzz
 
-.PHONY: build lab deps images standin-images test check-tree test-main test-lab test-fuzz fuzz fuzz-ci vet bench demo demo-replay clean
+.PHONY: build lab deps screenshots images standin-images test check-tree test-main test-lab test-fuzz fuzz fuzz-ci vet bench demo demo-replay clean
 
 build:
 	$(GO) build -o bin/ ./cmd/...
@@ -86,6 +86,11 @@ endif
 # The lab demo: a real scheduler on simulated GPU nodes, schedlens beside it, the day20 experiment.
 demo: lab
 	bin/lab demo $(DEMO_ARGS)
+
+# The README's and docs' screenshots (docs/img), from the lab demo's data; `make test` fails when
+# a view changed since they were made.
+screenshots:
+	GO=$(GO) scripts/screenshots.sh
 
 # The replay demo: correlator + api, and the recorded sample replayed into them.
 demo-replay:
