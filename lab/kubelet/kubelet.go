@@ -113,12 +113,7 @@ type pod struct {
 
 // New returns a kubelet for the nodes of spec; Run starts it.
 func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *slog.Logger) *Kubelet {
-	if cfg.Speed <= 0 {
-		cfg.Speed = 1
-	}
-	if cfg.IPBlock <= 0 || cfg.IPBlock > 252 {
-		cfg.IPBlock = 100
-	}
+	cfg = cfg.withDefaults()
 	k := &Kubelet{
 		client: client, spec: spec, cfg: cfg, logger: logger,
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6b75)),
@@ -196,7 +191,7 @@ func (k *Kubelet) observe(obj any) {
 		st = k.admit(p, nd)
 		k.pods[p.UID] = st
 		if p.DeletionTimestamp == nil {
-			k.after(st, k.pullDelay(st)+k.uniform(0.2, 0.4), k.start)
+			k.after(st, k.pullDelay(st)+k.startDelay(), k.start)
 		}
 	}
 	if p.DeletionTimestamp != nil && !st.deleting {
@@ -299,7 +294,7 @@ func (k *Kubelet) forget(obj any) {
 func (k *Kubelet) after(st *pod, seconds float64, step func(*pod)) {
 	gen := st.gen
 	ctx := k.ctx
-	time.AfterFunc(time.Duration(seconds*k.cfg.Speed*float64(time.Second)), func() {
+	time.AfterFunc(scaled(seconds, k.cfg.Speed), func() {
 		if ctx != nil && ctx.Err() != nil {
 			return
 		}
@@ -312,52 +307,6 @@ func (k *Kubelet) after(st *pod, seconds float64, step func(*pod)) {
 	})
 }
 
-func (k *Kubelet) uniform(lo, hi float64) float64 { return lo + k.rng.Float64()*(hi-lo) }
-
-func (k *Kubelet) pullDelay(st *pod) float64 {
-	if st.node.images[st.image] {
-		return 0.3
-	}
-	return k.uniform(1.5, 3.0)
-}
-
-// loadDelay is the model load time of st on its node now. Called with k.mu held.
-func (k *Kubelet) loadDelay(st *pod) float64 {
-	product := st.node.pool.GPU.Product
-	base := 6.0
-	for _, m := range []struct {
-		sub string
-		s   float64
-	}{{"H100", 3}, {"A100", 4}, {"L40S", 5}, {"T4", 8}} {
-		if strings.Contains(product, m.sub) {
-			base = m.s
-			break
-		}
-	}
-	if st.node.models[st.model] {
-		base *= 0.6
-	}
-	if st.gpu >= 0 {
-		switch st.node.pool.Sharing.Mode {
-		case cluster.TimeSlicing, cluster.MPS:
-			base *= 1 + 0.5*float64(st.node.sharers(st.gpu)-1)
-		case cluster.MIG:
-			base *= math.Sqrt(7 / float64(migSlices(st.node.pool.Sharing.Profile)))
-		}
-	}
-	return base * math.Exp(0.15*k.rng.NormFloat64())
-}
-
-// migSlices is the compute slices of a MIG profile ("3g.40gb" → 3).
-func migSlices(profile string) int {
-	if i := strings.IndexByte(profile, 'g'); i > 0 {
-		if n, err := strconv.Atoi(profile[:i]); err == nil && n > 0 {
-			return n
-		}
-	}
-	return 1
-}
-
 // start: the image is pulled and the container runs; the model starts loading.
 func (k *Kubelet) start(st *pod) {
 	k.mu.Lock()
@@ -366,7 +315,7 @@ func (k *Kubelet) start(st *pod) {
 	if st.ip == "" {
 		n := nd.nextIP
 		nd.nextIP++
-		st.ip = fmt.Sprintf("127.%d.%d.%d", k.cfg.IPBlock+1+(n/253)%3, nd.index, 2+n%253)
+		st.ip = podAddr(k.cfg.IPBlock, nd.index, n)
 	}
 	st.running, st.loading, st.ready = true, true, false
 	restarts, ip, hostIP := st.restarts, st.ip, k.nodeIP(nd)
@@ -590,8 +539,6 @@ func containerStatuses(p *corev1.Pod, state corev1.ContainerState, ready bool, r
 	}
 	return out
 }
-
-func (k *Kubelet) nodeIP(nd *node) string { return fmt.Sprintf("127.%d.%d.1", k.cfg.IPBlock, nd.index) }
 
 // Pods implements sim.Source.
 func (k *Kubelet) Pods() []sim.Pod {
