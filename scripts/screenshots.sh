@@ -20,7 +20,7 @@ psql -q "$admin" -c "DROP DATABASE IF EXISTS \"$name\"" >/dev/null
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 say "running the lab demo (bin/lab demo -exit), output in $log"
-bin/lab demo -exit -database-url "$db" -http-addr 127.0.0.1:0 | tee "$log" | grep -E '^(schedlens:|experiment|  )' || true
+bin/lab demo -exit -database-url "$db" -http-addr 127.0.0.1:0 | tee "$log" | grep -E '^(schedlens:|experiment|run [0-9]|web UI)' || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || { say "the demo failed:"; tail -n 30 "$log"; exit 1; }
 ns=$(sed -nE 's/^schedlens: collector watching namespace ([^ ,]+).*/\1/p' "$log" | head -n1)
 [ -n "$ns" ] || { say "no namespace in the demo's output"; exit 1; }

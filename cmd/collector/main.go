@@ -71,7 +71,7 @@ type options struct {
 	stream                   bus.StreamConfig
 	proc                     config.Process
 
-	kubeconfig, namespaces, selector string
+	kubeconfig, namespaces, selector, probeSelector string
 	labels                           events.LabelKeys
 	metricsAddr, ingestAddr          string
 	resync, inventoryEvery           time.Duration
@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	o.proc.Define(fs)
 	fs.String(&o.kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig file (run; default: in-cluster config, else ~/.kube/config)")
 	fs.String(&o.namespaces, "namespaces", "SCHEDLENS_NAMESPACES", "", "comma-separated namespaces to watch (run; default all)")
-	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: the experiment label key is set)")
+	fs.String(&o.selector, "selector", "SCHEDLENS_POD_SELECTOR", "", "pod label selector (run; default: every pod of the watched namespaces)")
 	config.Labels(fs, &o.labels)
 	fs.String(&o.metricsAddr, "metrics-addr", config.EnvMetricsAddr, "127.0.0.1:9101", "address of /metrics, /healthz and /readyz (run)")
 	fs.String(&o.ingestAddr, "ingest-addr", "SCHEDLENS_INGEST_ADDR", "127.0.0.1:9102", "address of POST /v1/ingest/requests, external request results (run; empty: none)")
@@ -149,6 +149,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.Int(&o.probe.Default.Port, "probe-port", "SCHEDLENS_PROBE_PORT", prdef.Default.Port, "prober: port when the experiment names no request (run)")
 	fs.String(&o.probe.Default.Path, "probe-path", "SCHEDLENS_PROBE_PATH", prdef.Default.Path, "prober: path when the experiment names no request (run)")
 	fs.Int64(&o.probe.MaxBody, "probe-max-body", "SCHEDLENS_PROBE_MAX_BODY", prdef.MaxBody, "prober: response bytes read into memory per request (run)")
+	fs.String(&o.probeSelector, "probe-selector", "SCHEDLENS_PROBE_SELECTOR", events.LabelExperiment, "prober: label selector of the pods in scope it probes (run; \"\" probes every pod in scope)")
 	fs.Int(&o.probe.MaxPods, "probe-max-pods", "SCHEDLENS_PROBE_MAX_PODS", prdef.MaxPods, "prober: pods probed at once; more wait for a slot, counted (run)")
 	fs.UsageText(usageText)
 
@@ -222,7 +223,7 @@ func watch(ctx context.Context, o options, logger *slog.Logger) error {
 			cfg.Namespaces = append(cfg.Namespaces, ns)
 		}
 	}
-	cfg.Selector, cfg.Labels = o.selector, o.labels
+	cfg.Selector, cfg.Labels, cfg.ProbeSelector = o.selector, o.labels, o.probeSelector
 	cfg.Resync, cfg.InventoryEvery, cfg.HeartbeatEvery = o.resync, o.inventoryEvery, o.heartbeatEvery
 	cfg.Probe = o.probe
 	cfg.DCGM = o.dcgm

@@ -1,6 +1,6 @@
 // Package collector watches a Kubernetes cluster with client-go informers and publishes what
 // happens to the pods in its scope as schedlens envelopes (pod_status, k8s_event, node_status,
-// experiment, inventory, heartbeat). The conversions are the pure functions of package kube; the
+// workload_status, experiment, inventory, heartbeat). The conversions are the pure functions of package kube; the
 // publishing is package publisher's, the probing package prober's, the GPU sampling package
 // gpusample's. This package owns the informers (informers.go), what their handlers publish
 // (handlers.go), the scopes' inventories and heartbeats (inventory.go) and re-publishing the
@@ -38,7 +38,7 @@ type Config struct {
 	Cluster    string
 	Source     string   // envelope source, e.g. collector/<hostname>
 	Namespaces []string // watched namespaces; empty means all
-	Selector   string   // pod label selector; empty means "the experiment label is set"
+	Selector   string   // pod label selector; empty means every pod of the watched namespaces
 	Labels     events.LabelKeys
 
 	Resync         time.Duration // informer resync period (0: none; relists still happen)
@@ -57,16 +57,19 @@ type Config struct {
 	// default event TTL.
 	ForgetAfter time.Duration
 	Clock       func() time.Time
-	// Probe configures the prober (Interval 0 disables it).
-	Probe prober.Config
+	// Probe configures the prober (Interval 0 disables it); it probes the pods in scope that
+	// ProbeSelector matches ("": every one).
+	Probe         prober.Config
+	ProbeSelector string
 	// DCGM configures the GPU samples (Interval 0 disables them).
 	DCGM gpusample.Config
 }
 
-// DefaultConfig watches every namespace for pods labelled schedlens.io/experiment.
+// DefaultConfig watches every pod of every namespace and probes those labelled
+// schedlens.io/experiment.
 func DefaultConfig() Config {
 	return Config{
-		Cluster: "default", Source: "collector", Labels: events.DefaultLabelKeys,
+		Cluster: "default", Source: "collector", Labels: events.DefaultLabelKeys, ProbeSelector: events.LabelExperiment,
 		InventoryEvery: 5 * time.Minute, HeartbeatEvery: 5 * time.Second, PendingTTL: 30 * time.Second, ForgetAfter: 2 * time.Hour,
 		Probe: prober.DefaultConfig(), DCGM: gpusample.DefaultConfig(),
 	}
@@ -93,6 +96,7 @@ type Collector struct {
 	pending  map[types.UID][]pendingEvent
 	requests map[requestKey]*prober.Request // ConfigMap namespace and experiment name → its fixed request
 	prober   *prober.Prober
+	probed   labels.Selector // the pods in scope the prober probes
 
 	inventoryDue chan struct{}
 	resyncMu     sync.Mutex
@@ -112,11 +116,12 @@ func New(client kubernetes.Interface, pub *publisher.Publisher, cfg Config, logg
 	if cfg.Labels == (events.LabelKeys{}) {
 		cfg.Labels = def.Labels
 	}
-	if cfg.Selector == "" {
-		cfg.Selector = cfg.Labels.Experiment
-	}
 	if _, err := labels.Parse(cfg.Selector); err != nil {
 		return nil, fmt.Errorf("pod selector %q: %w", cfg.Selector, err)
+	}
+	probed, err := labels.Parse(cfg.ProbeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("probe selector %q: %w", cfg.ProbeSelector, err)
 	}
 	if cfg.PendingTTL <= 0 {
 		cfg.PendingTTL = def.PendingTTL
@@ -130,7 +135,7 @@ func New(client kubernetes.Interface, pub *publisher.Publisher, cfg Config, logg
 	c := &Collector{
 		client: client, pub: pub, cfg: cfg, logger: logger, m: newMetrics(reg),
 		known: map[types.UID]time.Time{}, pending: map[types.UID][]pendingEvent{}, requests: map[requestKey]*prober.Request{},
-		inventoryDue: make(chan struct{}, 1), transform: kube.NewTransformer(),
+		inventoryDue: make(chan struct{}, 1), transform: kube.NewTransformer(), probed: probed,
 	}
 	c.prober = prober.New(cfg.Probe, pub, cfg.Cluster, cfg.Source, logger.With("component", "prober"), reg)
 	return c, nil
@@ -145,7 +150,8 @@ func (c *Collector) Ready() error {
 }
 
 // Run starts the informers — nodes first (a pod's GPU sharing mode needs its node's labels),
-// experiment ConfigMaps next (they say which request the prober sends to their pods), then pods,
+// experiment ConfigMaps next (they say which request the prober sends to their pods), workload
+// controllers (what the pods' owners want), then pods,
 // then events (published only about pods known to be in scope) — publishes an inventory per
 // scope once the pods are listed, then follows changes, probes pods and samples GPUs until ctx
 // ends.
@@ -167,6 +173,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.makeScopes()
 	if err := c.startConfigMaps(ctx); err != nil {
+		return err
+	}
+	if err := c.startWorkloads(ctx); err != nil {
 		return err
 	}
 	if err := c.startPods(ctx); err != nil {

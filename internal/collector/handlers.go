@@ -3,8 +3,10 @@ package collector
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -74,7 +76,7 @@ func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 	delete(c.pending, pod.UID)
 	c.mu.Unlock()
 	c.pub.Offer(env)
-	c.prober.Observe(pod, deleted, c.requestFor(pod))
+	c.prober.Observe(pod, deleted || !c.probed.Matches(labels.Set(pod.Labels)), c.requestFor(pod))
 	for _, pe := range waiting {
 		c.offerEvent(pe.sw, pe.ev)
 	}
@@ -133,6 +135,39 @@ func (c *Collector) onNode(obj any, deleted bool) {
 		return
 	}
 	c.pub.Offer(env)
+}
+
+// workloadEnvelope converts an informer's Deployment, ReplicaSet or StatefulSet; false for
+// anything else or what does not convert (counted as a conversion error).
+func (c *Collector) workloadEnvelope(sw *scopeWatch, obj any, deleted bool) (*events.Envelope, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	var w events.WorkloadStatus
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		w = kube.Deployment(o)
+	case *appsv1.ReplicaSet:
+		w = kube.ReplicaSet(o)
+	case *appsv1.StatefulSet:
+		w = kube.StatefulSet(o)
+	default:
+		return nil, false
+	}
+	env, err := kube.WorkloadEnvelope(w, deleted, c.meta(sw))
+	if err != nil {
+		c.convertError(w.Kind, w.Namespace+"/"+w.Name, err)
+		return nil, false
+	}
+	return env, true
+}
+
+// onWorkload publishes every state of a workload controller (id kind, name and
+// resourceVersion), as onNode does for nodes.
+func (c *Collector) onWorkload(sw *scopeWatch, obj any, deleted bool) {
+	if env, ok := c.workloadEnvelope(sw, obj, deleted); ok {
+		c.pub.Offer(env)
+	}
 }
 
 func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {

@@ -170,6 +170,9 @@ type testOpts struct {
 	namespaces   []string       // default ai-lab
 	probe        *prober.Config // default: no prober
 	invChunk     int            // most UIDs per inventory envelope (0: the default)
+	// selector is the pod selector; nil: the experiment label is set, the scope the recorded
+	// cluster's tests were written for (one of its pods is outside it).
+	selector *string
 }
 
 // startCollector runs a collector against the fake cluster, publishing to the NATS server at
@@ -202,6 +205,10 @@ func startCollector(t *testing.T, k *cluster, url string, o testOpts) *running {
 	cfg.Namespaces = []string{"ai-lab"}
 	if o.namespaces != nil {
 		cfg.Namespaces = o.namespaces
+	}
+	cfg.Selector = events.LabelExperiment
+	if o.selector != nil {
+		cfg.Selector = *o.selector
 	}
 	cfg.PendingTTL = 500 * time.Millisecond
 	// The recorded pods have cluster IPs (10.244.x): never probe or scrape them from a test.

@@ -103,6 +103,33 @@ func (c *Collector) startConfigMaps(ctx context.Context) error {
 	return start(ctx, fs, regs...)
 }
 
+// startWorkloads watches the Deployments, ReplicaSets and StatefulSets of every scope: the
+// replicas each wants and the revision it rolls out, so that "desired" at any moment is the
+// workload's own. A scope's whole namespace is watched (workloads are few), whatever its pod
+// selector.
+func (c *Collector) startWorkloads(ctx context.Context) error {
+	var fs []informers.SharedInformerFactory
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, sw := range c.scopes {
+		wf := c.factory(informers.WithNamespace(scopeNamespace(sw)))
+		apps := wf.Apps().V1()
+		sw.workloads = []cache.SharedIndexInformer{apps.Deployments().Informer(), apps.ReplicaSets().Informer(), apps.StatefulSets().Informer()}
+		for _, inf := range sw.workloads {
+			reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(obj any) { c.onWorkload(sw, obj, false) },
+				UpdateFunc: func(_, obj any) { c.onWorkload(sw, obj, false) },
+				DeleteFunc: func(obj any) { c.onWorkload(sw, obj, true) },
+			})
+			if err != nil {
+				return fmt.Errorf("workload handler: %w", err)
+			}
+			regs = append(regs, reg)
+		}
+		fs = append(fs, wf)
+	}
+	return start(ctx, fs, regs...)
+}
+
 // startPods watches the pods of every scope; a watch error ends the scope's live session.
 func (c *Collector) startPods(ctx context.Context) error {
 	var fs []informers.SharedInformerFactory

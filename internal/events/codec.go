@@ -197,6 +197,8 @@ func decodePayload(kind Kind, data json.RawMessage) (any, error) {
 		p = &Inventory{}
 	case KindHeartbeat:
 		p = &Heartbeat{}
+	case KindWorkloadStatus:
+		p = &WorkloadStatus{}
 	}
 	if err := decodeFast(data, p, "data"); err != nil {
 		return nil, err
@@ -266,6 +268,25 @@ func (p *Experiment) validate() error {
 	}
 	if p.Alpha < 0 || p.Alpha >= 1 {
 		return invalid("data.alpha", "want a family-wise error rate in (0, 1), got %g", p.Alpha)
+	}
+	return nil
+}
+
+func (p *WorkloadStatus) validate() error {
+	switch p.Kind {
+	case WorkloadDeployment, WorkloadReplicaSet, WorkloadStatefulSet:
+	default:
+		return invalid("data.kind", "want Deployment, ReplicaSet or StatefulSet, got %q", p.Kind)
+	}
+	switch {
+	case p.Namespace == "":
+		return invalid("data.namespace", "missing")
+	case p.Name == "":
+		return invalid("data.name", "missing")
+	case p.UID != "" && !ValidUID(p.UID):
+		return invalid("data.uid", "%q is not a Kubernetes UID", p.UID)
+	case p.Replicas != nil && *p.Replicas < 0:
+		return invalid("data.replicas", "negative (%d)", *p.Replicas)
 	}
 	return nil
 }

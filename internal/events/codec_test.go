@@ -29,6 +29,7 @@ var (
 	experimentJSON       = fixture("experiment.json")
 	inventoryJSON        = fixture("inventory.json")
 	heartbeatJSON        = fixture("heartbeat.json")
+	workloadJSON         = fixture("workload_status.json")
 )
 
 // fixture reads a message from testdata.
@@ -279,6 +280,20 @@ func validCases() []validCase {
 				},
 			},
 		},
+		{
+			name: "workload_status of a Deployment's ReplicaSet",
+			msg:  workloadJSON,
+			want: &events.Envelope{
+				V: 1, ID: "workload_status/ReplicaSet/prod/infer-5d4c7b9f8/4711", Kind: events.KindWorkloadStatus,
+				Cluster: "lab", Source: "collector/lab-0",
+				OccurredAt: at("2026-11-30T04:35:05.000125Z"), ObservedAt: at("2026-11-30T04:35:05.000125Z"),
+				Payload: &events.WorkloadStatus{
+					Kind: "ReplicaSet", Namespace: "prod", Name: "infer-5d4c7b9f8", UID: "6f3c2a10-8e4b-4d7a-9c1e-2b5d8f0a7e33",
+					Replicas: ptr(int32(3)), Revision: "2", TemplateHash: "5d4c7b9f8", Owner: &events.Owner{Kind: "Deployment", Name: "infer"},
+					ReadyReplicas: 2, AvailableReplicas: 2, ObservedGen: 1, CreationTimestamp: ptr(at("2026-11-30T04:30:00Z")), ResourceVersion: "4711",
+				},
+			},
+		},
 	}
 }
 
@@ -471,6 +486,13 @@ func TestDecodeInvalid(t *testing.T) {
 		{"inventory pod_uids an object", mutate(inventoryJSON, edit{"data.pod_uids", `{}`}), "data.pod_uids"},
 		// heartbeat data.
 		{"heartbeat without since", mutate(heartbeatJSON, edit{"data.since", absent}), "data.since"},
+		// workload_status data.
+		{"workload of an unknown kind", mutate(workloadJSON, edit{"data.kind", `"DaemonSet"`}), "data.kind"},
+		{"workload without a name", mutate(workloadJSON, edit{"data.name", absent}), "data.name"},
+		{"workload without a namespace", mutate(workloadJSON, edit{"data.namespace", `""`}), "data.namespace"},
+		{"workload with negative replicas", mutate(workloadJSON, edit{"data.replicas", `-1`}), "data.replicas"},
+		{"workload uid not a UID", mutate(workloadJSON, edit{"data.uid", `"x"`}), "data.uid"},
+		{"workload replicas not a number", mutate(workloadJSON, edit{"data.replicas", `"3"`}), "data.replicas"},
 		{"heartbeat since not a time", mutate(heartbeatJSON, edit{"data.since", `"yesterday"`}), "data.since"},
 	}
 	for _, tt := range tests {

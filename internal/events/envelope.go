@@ -28,10 +28,13 @@ const (
 	// KindHeartbeat says a collector's watch of a scope was live over an interval: pods it
 	// knew alive and did not see end were still there (a schedlens addition beside the contract).
 	KindHeartbeat Kind = "heartbeat"
+	// KindWorkloadStatus is a snapshot of a Deployment, ReplicaSet or StatefulSet: the
+	// replicas it wants and the revision it runs (a schedlens addition beside the contract).
+	KindWorkloadStatus Kind = "workload_status"
 )
 
 // Kinds lists every known kind in a stable order (for metrics and documentation).
-var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory, KindHeartbeat}
+var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory, KindHeartbeat, KindWorkloadStatus}
 
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {
@@ -63,7 +66,7 @@ func (e ExperimentRef) IsZero() bool { return e == ExperimentRef{} }
 // Envelope is one event on the wire: the NATS message body, or one line of a JSONL file.
 //
 // Payload holds the typed, validated data (one of *K8sEvent, *PodStatus, *NodeStatus,
-// *GPUSample, *Request, *Experiment, *Inventory). Data keeps the payload's original bytes and
+// *GPUSample, *Request, *Experiment, *Inventory, *Heartbeat, *WorkloadStatus). Data keeps the payload's original bytes and
 // Raw the whole message's, so fields this version does not know survive storage.
 type Envelope struct {
 	V          int             `json:"v"`

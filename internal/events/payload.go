@@ -285,3 +285,54 @@ type Heartbeat struct {
 	Scope Scope     `json:"scope"`
 	Since time.Time `json:"since"`
 }
+
+// Workload kinds a workload_status describes, as Kubernetes writes them.
+const (
+	WorkloadDeployment  = "Deployment"
+	WorkloadReplicaSet  = "ReplicaSet"
+	WorkloadStatefulSet = "StatefulSet"
+)
+
+// WorkloadStatus is a snapshot of a workload controller, taken on every change
+// (workload_status): what it wants (Replicas, its spec), which revision it rolls out, and how
+// far its controller got. The envelope names no pod and no node.
+type WorkloadStatus struct {
+	Kind      string `json:"kind"` // Deployment, ReplicaSet or StatefulSet
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Replicas is spec.replicas: the pods the workload wants (nil: not set, which Kubernetes
+	// defaults to 1).
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Revision is the Deployment's or ReplicaSet's deployment.kubernetes.io/revision annotation
+	// (the number `kubectl rollout history` shows), or a StatefulSet's status.updateRevision.
+	Revision string `json:"revision,omitempty"`
+	// TemplateHash is what the pods of this revision carry: a ReplicaSet's pod-template-hash
+	// label, a StatefulSet's update revision (its pods' controller-revision-hash label).
+	TemplateHash string `json:"template_hash,omitempty"`
+	// CurrentRevision is a StatefulSet's status.currentRevision.
+	CurrentRevision string `json:"current_revision,omitempty"`
+	// Owner is a ReplicaSet's controlling Deployment.
+	Owner             *Owner      `json:"owner,omitempty"`
+	ReadyReplicas     int32       `json:"ready_replicas,omitempty"`
+	AvailableReplicas int32       `json:"available_replicas,omitempty"`
+	UpdatedReplicas   int32       `json:"updated_replicas,omitempty"`
+	Generation        int64       `json:"generation,omitempty"`
+	ObservedGen       int64       `json:"observed_generation,omitempty"`
+	Paused            bool        `json:"paused,omitempty"`
+	Conditions        []Condition `json:"conditions,omitempty"`
+	CreationTimestamp *time.Time  `json:"creation_timestamp,omitempty"`
+	Deleted           bool        `json:"deleted,omitempty"`
+	ResourceVersion   string      `json:"resource_version,omitempty"`
+}
+
+// Desired is the pods the workload wants: spec.replicas, 1 when unset, 0 once deleted.
+func (w *WorkloadStatus) Desired() int {
+	switch {
+	case w.Deleted:
+		return 0
+	case w.Replicas == nil:
+		return 1
+	}
+	return int(*w.Replicas)
+}

@@ -19,6 +19,8 @@ func TestSubject(t *testing.T) {
 		events.KindExperiment: "schedlens.v1.lab.experiment",
 		events.KindInventory:  "schedlens.v1.lab.inventory",
 		events.KindHeartbeat:  "schedlens.v1.lab.heartbeat",
+
+		events.KindWorkloadStatus: "schedlens.v1.lab.workload_status",
 	}
 	got := map[events.Kind]string{}
 	for _, k := range events.Kinds {

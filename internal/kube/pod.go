@@ -96,14 +96,7 @@ func containerStatuses(statuses []corev1.ContainerStatus) []events.ContainerStat
 	return out
 }
 
-func controllerOf(pod *corev1.Pod) *events.Owner {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			return &events.Owner{Kind: ref.Kind, Name: ref.Name}
-		}
-	}
-	return nil
-}
+func controllerOf(pod *corev1.Pod) *events.Owner { return ownerOf(pod.OwnerReferences) }
 
 // podResources is the pod's effective requests and limits as the scheduler counts them, quantities
 // as canonical strings; nil when the pod declares none.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unique"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,8 @@ func NewTransformer() *Transformer {
 // (namespace, labels, node, owner, condition types, container names) are interned, and the
 // values its pods repeat whole (label set, owner, node selector, affinity, tolerations,
 // containers) are held once by t and shared by the pods (see shared). Nodes
-// lose status.images, volumesAttached and volumesInUse. Everything the conversions read is kept
+// lose status.images, volumesAttached and volumesInUse; Deployments, ReplicaSets and StatefulSets
+// their pod template (the pods themselves are watched). Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
 // (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
 // the collector's memory is mostly these objects (docs/architecture.md#memory).
@@ -73,6 +75,12 @@ func (t *Transformer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		t.trimPod(o)
+	case *appsv1.Deployment:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.ReplicaSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.StatefulSet:
+		o.Spec.Template, o.Spec.VolumeClaimTemplates = corev1.PodTemplateSpec{}, nil
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesAttached = nil

@@ -92,14 +92,18 @@ func TestScreenshots(t *testing.T) {
 	srv := apitest.Serve(t, db, api.WithUI(web))
 	ctx := browser(t)
 	q := "?" + url.Values{"namespace": {ns}}.Encode()
-	shots := []struct{ file, path string }{
-		{"experiment.png", "/ui/experiments/day20" + q},
-		{"run-timeline.png", "/ui/experiments/day20/runs/1" + q},
+	// The top of each page, as a reader first sees it (a whole experiment page is ~10,000 px).
+	shots := []struct {
+		file, path string
+		height     int64
+	}{
+		{"experiment.png", "/ui/experiments/day20" + q, 1900},
+		{"run-timeline.png", "/ui/experiments/day20/runs/1" + q, 1500},
 	}
 	made := screenshotsMade{Views: viewsDigest(t), Made: time.Now().UTC().Truncate(time.Second), From: screenshotsCommand}
 	for _, s := range shots {
-		do(t, ctx, chromedp.Navigate(srv.URL+s.path), chromedp.WaitVisible("main", chromedp.ByQuery))
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		do(t, ctx, chromedp.EmulateViewport(1400, s.height), chromedp.Navigate(srv.URL+s.path), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", s.path, err)
 		}
