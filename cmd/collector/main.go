@@ -72,21 +72,21 @@ type options struct {
 	proc                     config.Process
 
 	kubeconfig, namespaces, selector, probeSelector string
-	labels                           events.LabelKeys
-	metricsAddr, ingestAddr          string
-	resync, inventoryEvery           time.Duration
-	heartbeatEvery                   time.Duration
-	buffer                           int
-	probe                            prober.Config
-	hostPods                         map[string]events.PodRef
-	apiURL, apiToken                 string
-	auth                             auth.Flags
-	tls                              ops.TLSFiles
-	nats                             bus.Credentials
-	wait                             time.Duration
-	requireAttributed                bool
-	dcgm                             gpusample.Config
-	dcgmTargets                      []dcgm.Target
+	labels                                          events.LabelKeys
+	metricsAddr, ingestAddr                         string
+	resync, inventoryEvery                          time.Duration
+	heartbeatEvery                                  time.Duration
+	buffer                                          int
+	probe                                           prober.Config
+	hostPods                                        map[string]events.PodRef
+	apiURL, apiToken                                string
+	auth                                            auth.Flags
+	tls                                             ops.TLSFiles
+	nats                                            bus.Credentials
+	wait                                            time.Duration
+	requireAttributed                               bool
+	dcgm                                            gpusample.Config
+	dcgmTargets                                     []dcgm.Target
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {

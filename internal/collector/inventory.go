@@ -20,7 +20,7 @@ type scopeWatch struct {
 	events     cache.SharedIndexInformer
 	configMaps cache.SharedIndexInformer
 	workloads  []cache.SharedIndexInformer // Deployments, ReplicaSets, StatefulSets
-	due        atomic.Bool // an inventory was asked for (a pod vanished in a relist)
+	due        atomic.Bool                 // an inventory was asked for (a pod vanished in a relist)
 
 	// live is the watch session heartbeats speak for: since is the list time of the inventory
 	// it began with (zero while no session is live); after a watch error, brokenRV is the
