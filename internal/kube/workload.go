@@ -9,16 +9,9 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// Revision annotation and template labels the workload controllers write.
-const (
-	// AnnotationRevision is the revision number the deployment controller writes on a
-	// Deployment and on each of its ReplicaSets (what `kubectl rollout history` lists).
-	AnnotationRevision = "deployment.kubernetes.io/revision"
-	// LabelPodTemplateHash names a Deployment's revision on its ReplicaSets and their pods.
-	LabelPodTemplateHash = "pod-template-hash"
-	// LabelControllerRevisionHash names a StatefulSet's (or DaemonSet's) revision on its pods.
-	LabelControllerRevisionHash = "controller-revision-hash"
-)
+// AnnotationRevision is the revision number the deployment controller writes on a Deployment and
+// on each of its ReplicaSets (what `kubectl rollout history` lists).
+const AnnotationRevision = "deployment.kubernetes.io/revision"
 
 // Deployment converts a Deployment to a workload_status payload: its replicas, revision number,
 // rollout progress and conditions (Progressing=False with ProgressDeadlineExceeded is a stalled
@@ -42,7 +35,7 @@ func ReplicaSet(rs *appsv1.ReplicaSet) events.WorkloadStatus {
 	w := workloadMeta(events.WorkloadReplicaSet, rs.ObjectMeta)
 	w.Replicas = cloneInt32(rs.Spec.Replicas)
 	w.Revision = rs.Annotations[AnnotationRevision]
-	w.TemplateHash = rs.Labels[LabelPodTemplateHash]
+	w.TemplateHash = rs.Labels[events.LabelPodTemplateHash]
 	w.Owner = ownerOf(rs.OwnerReferences)
 	w.ReadyReplicas, w.AvailableReplicas = rs.Status.ReadyReplicas, rs.Status.AvailableReplicas
 	w.ObservedGen = rs.Status.ObservedGeneration

@@ -101,3 +101,110 @@ type PodSeries struct {
 	Requests []Request
 	GPU      []GPUPoint
 }
+
+// Disruption kinds: what happened to workloads, found from the observed data alone.
+const (
+	// DisruptionRollout: a new revision of a workload began replacing its pods.
+	DisruptionRollout = "rollout"
+	// DisruptionDrain: a node was cordoned and pods evicted from it (the Eviction API).
+	DisruptionDrain = "drain"
+	// DisruptionNodeFailure: a node went NotReady while pods ran on it.
+	DisruptionNodeFailure = "node_failure"
+	// DisruptionPreemption: the scheduler preempted pods for a higher-priority pod.
+	DisruptionPreemption = "preemption"
+	// DisruptionScale: a workload's desired replicas changed.
+	DisruptionScale = "scale"
+)
+
+// DisruptionKinds lists the kinds in a stable order.
+var DisruptionKinds = []string{DisruptionRollout, DisruptionDrain, DisruptionNodeFailure, DisruptionPreemption, DisruptionScale}
+
+// Disruption is one thing that happened to workloads: when, where, to whom, and what it cost
+// each workload it touched.
+type Disruption struct {
+	// ID is stable for the same facts: kind, what it happened to (node or workload) and start.
+	ID    string     `json:"id"`
+	Kind  string     `json:"kind"`
+	Start time.Time  `json:"start"`
+	End   *time.Time `json:"end"` // nil while it lasts (a node still cordoned or NotReady, a rollout in progress)
+	// Stalled: a rollout whose Deployment reported ProgressDeadlineExceeded; End is then when.
+	Stalled bool   `json:"stalled,omitempty"`
+	Node    string `json:"node,omitempty"`
+	// Revision is a rollout's new revision and From the one it replaced (the Deployment's
+	// revision number and pod-template-hash, or a StatefulSet's controller revision).
+	Revision *Revision `json:"revision,omitempty"`
+	From     *Revision `json:"from,omitempty"`
+	// Replicas is a scale's desired count after the change, FromReplicas before.
+	Replicas     *int `json:"replicas,omitempty"`
+	FromReplicas *int `json:"from_replicas,omitempty"`
+	// Preemptor is the pod a preemption made room for.
+	Preemptor *PodName `json:"preemptor,omitempty"`
+	// Pods are the UIDs of the pods it acted on: evicted, preempted, on the failed node, or
+	// replaced by the rollout.
+	Pods      []string   `json:"pods"`
+	Workloads []Affected `json:"workloads"`
+}
+
+// Revision names a workload revision: a Deployment's number (as `kubectl rollout history`
+// lists it) and pod-template-hash, or a StatefulSet's controller revision (Hash).
+type Revision struct {
+	Number string `json:"number,omitempty"`
+	Hash   string `json:"hash"`
+}
+
+// PodName names a pod and, where known, its workload.
+type PodName struct {
+	Namespace string       `json:"namespace"`
+	Name      string       `json:"name"`
+	UID       string       `json:"uid"`
+	Workload  *events.WorkloadRef `json:"workload,omitempty"`
+}
+
+// Affected is what a disruption cost one workload.
+type Affected struct {
+	Workload events.WorkloadRef `json:"workload"`
+	// Desired is the pods the workload wanted when the disruption began.
+	Desired int `json:"desired"`
+	// Pods are the UIDs of the workload's pods the disruption acted on.
+	Pods         []string     `json:"pods"`
+	Interruption Interruption `json:"interruption"`
+	// RecoverySeconds is from the disruption's start until the workload had as many pods
+	// Ready as it wanted again (0 when it never had fewer); nil while it has not recovered.
+	RecoverySeconds *float64   `json:"recovery_seconds"`
+	RecoveredAt     *time.Time `json:"recovered_at"`
+	// Replacements are the workload's pods created from the start until it recovered (or the
+	// disruption's end): what they waited for.
+	Replacements []Replacement `json:"replacements"`
+}
+
+// Interruption is how a disruption was felt: seconds with fewer Ready pods than desired (and
+// the fewest), seconds without a successful request where requests were observed.
+type Interruption struct {
+	Seconds     float64 `json:"seconds"`
+	FewestReady int     `json:"fewest_ready"`
+	// NoSuccessSeconds is nil when none of the workload's requests were observed around it.
+	NoSuccessSeconds *float64       `json:"no_success_seconds"`
+	Windows          []align.Window `json:"windows"`
+}
+
+// Replacement is a pod created while a workload recovered: its waits.
+type Replacement struct {
+	UID     string    `json:"uid"`
+	Name    string    `json:"name"`
+	Node    *string   `json:"node"`
+	Created time.Time `json:"created"`
+	// PendingSeconds (created → scheduled), ModelLoadSeconds (Running → Ready) and
+	// FirstSuccessSeconds (Ready → first successful request) are nil where not reached.
+	PendingSeconds      *float64 `json:"pending_seconds"`
+	ModelLoadSeconds    *float64 `json:"model_load_seconds"`
+	FirstSuccessSeconds *float64 `json:"first_success_seconds"`
+	// FailedScheduling are the scheduler's notes while it was Pending, in time order.
+	FailedScheduling []SchedulingFailure `json:"failed_scheduling"`
+	Censored         []string            `json:"censored"`
+}
+
+// CountPoint is a count from a time on: a step of a workload's desired or Ready pods.
+type CountPoint struct {
+	At    time.Time `json:"at"`
+	Count int       `json:"count"`
+}

@@ -1,0 +1,140 @@
+package workload
+
+import (
+	"slices"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/align"
+)
+
+// step is a value that holds from at on.
+type step struct {
+	at time.Time
+	v  int
+}
+
+// series is a count over time: init before its first step, then each step's value from its
+// time on. Steps are in time order; at one instant the last step wins.
+type series struct {
+	init  int
+	steps []step
+}
+
+// at is the value at t.
+func (s series) at(t time.Time) int {
+	i, found := slices.BinarySearchFunc(s.steps, t, func(st step, t time.Time) int { return st.at.Compare(t) })
+	for found && i+1 < len(s.steps) && s.steps[i+1].at.Equal(t) {
+		i++
+	}
+	if found {
+		return s.steps[i].v
+	}
+	if i == 0 {
+		return s.init
+	}
+	return s.steps[i-1].v
+}
+
+// readySeries is how many of the spans' pods were Ready over time. At one instant a loss counts
+// before a gain: a replacement Ready at the very moment its predecessor left is no overlap.
+func readySeries(spans [][]align.Span) series {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, ss := range spans {
+		for _, s := range ss {
+			if s.To.After(s.From) {
+				edges = append(edges, edge{s.From, +1}, edge{s.To, -1})
+			}
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	var out series
+	n := 0
+	for i, e := range edges {
+		n += e.delta
+		if i+1 < len(edges) && edges[i+1].at.Equal(e.at) {
+			continue // settle every change at one instant first
+		}
+		out.steps = append(out.steps, step{e.at, n})
+	}
+	return out
+}
+
+// shortfall is a time the ready count was below the desired one.
+type shortfall struct {
+	align.Window
+	open bool // still short at the end of observation
+}
+
+// shortfalls are the times in [from, to] when ready was below desired (desired > 0), each with
+// the fewest Ready; a window still short at to is open.
+func shortfalls(ready, desired series, from, to time.Time) []shortfall {
+	times := []time.Time{from}
+	for _, s := range [][]step{ready.steps, desired.steps} {
+		for _, st := range s {
+			if st.at.After(from) && st.at.Before(to) {
+				times = append(times, st.at)
+			}
+		}
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	times = slices.CompactFunc(times, time.Time.Equal)
+	var out []shortfall
+	var cur *shortfall
+	for _, t := range times {
+		r, d := ready.at(t), desired.at(t)
+		short := d > 0 && r < d
+		switch {
+		case short && cur == nil:
+			rr, dd := r, d
+			cur = &shortfall{Window: align.Window{Kind: align.ReadyBelowDesired, Start: t, Ready: &rr, Desired: &dd}}
+		case short:
+			if r < *cur.Ready {
+				*cur.Ready = r
+			}
+			if d > *cur.Desired {
+				*cur.Desired = d
+			}
+		case cur != nil:
+			cur.End, cur.Seconds = t, t.Sub(cur.Start).Seconds()
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	if cur != nil {
+		cur.End, cur.Seconds, cur.open = to, to.Sub(cur.Start).Seconds(), true
+		out = append(out, *cur)
+	}
+	return out
+}
+
+// inferredDesired is the desired count of a workload whose controller was not observed: the
+// count of Ready pods it held the longest in all (a rollout's surge and a disruption's dip are
+// moments; the steady count is what it keeps), the larger on a tie.
+func inferredDesired(ready series, to time.Time) int {
+	held := map[int]time.Duration{}
+	for i, st := range ready.steps {
+		end := to
+		if i+1 < len(ready.steps) {
+			end = ready.steps[i+1].at
+		}
+		if st.v > 0 && end.After(st.at) {
+			held[st.v] += end.Sub(st.at)
+		}
+	}
+	best := 0
+	for n, d := range held {
+		if d > held[best] || d == held[best] && n > best {
+			best = n
+		}
+	}
+	return best
+}
