@@ -50,6 +50,10 @@ func endRank(reason string) int {
 type Facts struct {
 	UID, Namespace, Name, Cluster string
 	Experiment                    events.ExperimentRef
+	// Workload is the workload that controls the pod and Revision the revision of it the pod
+	// belongs to (events.WorkloadOf): from any snapshot, since neither changes.
+	Workload events.WorkloadRef
+	Revision string
 
 	FirstSeen, LastSeen time.Time
 
@@ -184,6 +188,9 @@ func (f *Facts) addK8sEvent(env *events.Envelope, e *events.K8sEvent) {
 func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 	at := env.OccurredAt
 	f.AliveAt = env.ObservedAt
+	if env.Pod != nil {
+		f.Workload, f.Revision = events.WorkloadOf(env.Pod.Namespace, env.Pod.Name, p)
+	}
 	if p.Scope != nil {
 		f.ScopeKey = p.Scope.Key()
 	}
@@ -248,6 +255,10 @@ func (f *Facts) Merge(o Facts) {
 	f.Experiment.Name = minString(f.Experiment.Name, o.Experiment.Name)
 	f.Experiment.Arm = minString(f.Experiment.Arm, o.Experiment.Arm)
 	f.Experiment.Run = minString(f.Experiment.Run, o.Experiment.Run)
+	if f.Workload == (events.WorkloadRef{}) || o.Workload != (events.WorkloadRef{}) && o.Workload.String() < f.Workload.String() {
+		f.Workload = o.Workload
+	}
+	f.Revision = minString(f.Revision, o.Revision)
 	f.FirstSeen = minTime(f.FirstSeen, o.FirstSeen)
 	f.LastSeen = maxTime(f.LastSeen, o.LastSeen)
 	f.ScopeKey = minString(f.ScopeKey, o.ScopeKey)

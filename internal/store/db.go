@@ -146,7 +146,15 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if err := db.createViews(ctx); err != nil {
 		return err
 	}
-	return db.syncRules(ctx)
+	if err := db.syncRules(ctx); err != nil {
+		return err
+	}
+	if n, err := db.backfillWorkloads(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		db.logger.Info("pods given their workload", "pods", n)
+	}
+	return nil
 }
 
 // createViews re-creates the views (migrations.Views) in one transaction, serialised with any

@@ -21,6 +21,7 @@ var podColumns = []string{
 	"first_success_at", "ended_at", "end_rank", "preempted_by", "restarts", "requests", "request_errors",
 	"scope_key", "alive_at", "gpu_fb_seconds", "gpu_fb_max",
 	"created_observed_at", "scheduled_observed_at", "pre_ready_requests", "pre_ready_errors",
+	"workload_kind", "workload_name", "revision",
 }
 
 var podColumnList = strings.Join(podColumns, ", ")
@@ -64,7 +65,12 @@ ON CONFLICT (uid) DO UPDATE SET
     created_observed_at    = LEAST(pods.created_observed_at, excluded.created_observed_at),
     scheduled_observed_at  = LEAST(pods.scheduled_observed_at, excluded.scheduled_observed_at),
     pre_ready_requests     = pods.pre_ready_requests + excluded.pre_ready_requests,
-    pre_ready_errors       = pods.pre_ready_errors + excluded.pre_ready_errors`
+    pre_ready_errors       = pods.pre_ready_errors + excluded.pre_ready_errors,
+    workload_kind          = CASE WHEN pods.workload_kind IS NULL OR (excluded.workload_kind, excluded.workload_name) < (pods.workload_kind, pods.workload_name)
+                                  THEN COALESCE(excluded.workload_kind, pods.workload_kind) ELSE pods.workload_kind END,
+    workload_name          = CASE WHEN pods.workload_kind IS NULL OR (excluded.workload_kind, excluded.workload_name) < (pods.workload_kind, pods.workload_name)
+                                  THEN COALESCE(excluded.workload_name, pods.workload_name) ELSE pods.workload_name END,
+    revision               = LEAST(pods.revision, excluded.revision)`
 
 const mergeLatency = `
 INSERT INTO pod_latency (pod_uid, bucket, count)
@@ -262,6 +268,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		b.Queue(mergeWatches, wc, wk, ws, wu)
 	}
 	queueExperiments(b, envs)
+	queueWorkloads(b, envs)
 	if len(podRows) > 0 {
 		// Staging empties at commit; a second projection in the same transaction (results
 		// attributed by IP, the next rebuild chunk) needs it empty now.
@@ -345,6 +352,7 @@ func podRow(f *align.Facts) []any {
 		int32(f.EndRank), nullString(f.PreemptedBy), int64(f.Restarts), int64(f.Requests), int64(f.RequestErrors),
 		nullString(f.ScopeKey), nullTime(f.AliveAt), f.GPUFBSeconds, f.GPUFBMax,
 		nullTime(f.CreatedObserved), nullTime(f.ScheduledObserved), int64(f.PreReadyRequests), int64(f.PreReadyErrors),
+		nullString(f.Workload.Kind), nullString(f.Workload.Name), nullString(f.Revision),
 	}
 }
 
@@ -368,7 +376,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, inventory_pods, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, inventory_pods, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches, workload_states;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

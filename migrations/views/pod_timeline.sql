@@ -30,7 +30,8 @@ SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
        END AS observed_until,
        (SELECT COALESCE(sum(se.max_count), 0) FROM pod_event_series se
          WHERE se.pod_uid = p.uid AND se.reason = 'FailedScheduling')::bigint AS failed_scheduling,
-       p.restarts, p.requests, p.request_errors, p.pre_ready_requests, p.pre_ready_errors
+       p.restarts, p.requests, p.request_errors, p.pre_ready_requests, p.pre_ready_errors,
+       p.workload_kind, p.workload_name, p.revision
 FROM pods p
 CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
                                GREATEST(p.alive_at, (SELECT max(ip.listed_at) FROM inventory_pods ip
