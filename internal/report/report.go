@@ -154,9 +154,9 @@ type Revision struct {
 
 // PodName names a pod and, where known, its workload.
 type PodName struct {
-	Namespace string       `json:"namespace"`
-	Name      string       `json:"name"`
-	UID       string       `json:"uid"`
+	Namespace string              `json:"namespace"`
+	Name      string              `json:"name"`
+	UID       string              `json:"uid"`
 	Workload  *events.WorkloadRef `json:"workload,omitempty"`
 }
 
