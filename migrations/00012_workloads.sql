@@ -18,11 +18,11 @@ CREATE TABLE workload_states (
     kind          text        NOT NULL,
     namespace     text        NOT NULL,
     name          text        NOT NULL,
-    observed_at   timestamptz NOT NULL,
+    occurred_at   timestamptz NOT NULL,
     status        jsonb       NOT NULL
 );
-CREATE INDEX workload_states_workload ON workload_states (namespace, kind, name, observed_at);
-CREATE INDEX workload_states_time ON workload_states (observed_at);
+CREATE INDEX workload_states_workload ON workload_states (namespace, kind, name, occurred_at);
+CREATE INDEX workload_states_time ON workload_states (occurred_at);
 
 -- Cordons and readiness of nodes are read by time window, cluster-wide.
 CREATE INDEX events_node_status_time ON events (occurred_at) WHERE kind = 'node_status';

@@ -1,5 +1,6 @@
 // Package api serves the HTTP API over the store: pod timelines and lists, experiments and their
-// comparisons, service interruptions, run traces, statistics and dead letters as JSON, errors as
+// comparisons, service interruptions, run traces, workloads over any time window with the
+// disruptions found in it and before/after comparisons, statistics and dead letters as JSON, errors as
 // application/problem+json (RFC 9457), and the web UI under /ui/ when mounted (WithUI).
 //
 // Every route only reads, except PUT /v1/experiments/{name}, which stores a definition (as an
@@ -82,6 +83,11 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
+	r.Get("/v1/workloads", s.listWorkloads)
+	r.Get("/v1/workloads/{namespace}/{kind}/{name}", s.workload)
+	r.Get("/v1/workloads/{namespace}/{kind}/{name}/trace.json", s.workloadTrace)
+	r.Get("/v1/workloads/{namespace}/{kind}/{name}/compare", s.workloadComparison)
+	r.Get("/v1/disruptions", s.listDisruptions)
 	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)

@@ -208,3 +208,55 @@ type CountPoint struct {
 	At    time.Time `json:"at"`
 	Count int       `json:"count"`
 }
+
+// WorkloadSummary is a workload as the list of a window shows it.
+type WorkloadSummary struct {
+	events.WorkloadRef
+	// Desired and Ready are the pods it wanted and had Ready at the window's end; Observed
+	// says whether Desired is its controller's own (false: inferred from the most pods it kept
+	// Ready, for workloads whose controller schedlens does not watch).
+	Desired  int  `json:"desired"`
+	Ready    int  `json:"ready"`
+	Observed bool `json:"desired_observed"`
+	// Pods are its pods alive at some time in the window; Revisions the revisions they ran.
+	Pods      int `json:"pods"`
+	Revisions int `json:"revisions"`
+	// Disruptions touched it in the window, and cost it InterruptionSeconds with fewer pods
+	// Ready than it wanted.
+	Disruptions         int     `json:"disruptions"`
+	InterruptionSeconds float64 `json:"interruption_seconds"`
+}
+
+// WorkloadWindow is one workload over a window: what it wanted, what it had Ready, the revisions
+// it ran, what happened to it, and its pods.
+type WorkloadWindow struct {
+	Workload WorkloadSummary `json:"workload"`
+	From     time.Time       `json:"from"`
+	To       time.Time       `json:"to"`
+	// Desired and Ready are step lines of the pods it wanted and had Ready, from the window's
+	// start.
+	Desired     []CountPoint     `json:"desired"`
+	Ready       []CountPoint     `json:"ready"`
+	Revisions   []RevisionReport `json:"revisions"`
+	Disruptions []Disruption     `json:"disruptions"`
+	Pods        []WorkloadPod    `json:"pods"`
+}
+
+// RevisionReport is one revision of a workload in a window: its pods and what they served.
+type RevisionReport struct {
+	Revision
+	FirstCreated time.Time `json:"first_created"`
+	Pods         int       `json:"pods"`
+	// Requests, ErrorRate (served: to Ready pods), LatencyMS (p50, p95, p99 of successful
+	// requests) and GPUUtilMean (percent) are over the whole lives of its pods.
+	Requests    int                `json:"requests"`
+	ErrorRate   *float64           `json:"error_rate"`
+	LatencyMS   map[string]float64 `json:"latency_ms"`
+	GPUUtilMean *float64           `json:"gpu_util_mean"`
+}
+
+// WorkloadPod is a pod of a workload's window: its timeline summary and revision.
+type WorkloadPod struct {
+	align.Summary
+	Revision string `json:"revision"`
+}

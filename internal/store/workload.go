@@ -4,21 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/workload"
 )
 
 const mergeWorkloadState = `
-INSERT INTO workload_states (id, cluster, kind, namespace, name, observed_at, status)
+INSERT INTO workload_states (id, cluster, kind, namespace, name, occurred_at, status)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
 
 // queueWorkloads adds the workload controllers' states among envs to b.
 func queueWorkloads(b *pgx.Batch, envs []*events.Envelope) {
 	for _, env := range envs {
 		if w, ok := env.Payload.(*events.WorkloadStatus); ok {
-			b.Queue(mergeWorkloadState, env.ID, env.Cluster, w.Kind, w.Namespace, w.Name, env.ObservedAt, string(env.Data))
+			b.Queue(mergeWorkloadState, env.ID, env.Cluster, w.Kind, w.Namespace, w.Name, env.OccurredAt, string(env.Data))
 		}
 	}
 }
@@ -75,4 +80,393 @@ func (db *DB) backfillWorkloads(ctx context.Context) (int, error) {
 			return done, nil
 		}
 	}
+}
+
+// WorkloadFilter narrows a read of workloads and disruptions.
+type WorkloadFilter struct {
+	Namespace string // "": every namespace
+	Kind      string // a workload kind as Kubernetes writes it ("": any)
+	Name      string // with Kind, one workload
+	Node      string // disruptions on this node only
+}
+
+// Lookback is how long before a window's start a read looks for what a disruption overlapping
+// the window began with: a drain cordoned up to an hour earlier is still found.
+const Lookback = time.Hour
+
+// workloadInput gathers what detection reads for the pods of f alive at some time from
+// from − Lookback to to: their timeline summaries, workloads and revisions, Ready spans and
+// DisruptionTarget conditions, FailedScheduling notes, their controllers' states and every
+// node's changes. Requests are not read here (successesAround).
+func (db *DB) workloadInput(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to time.Time) (workload.Input, error) {
+	in := workload.Input{From: from, To: to, MinGap: align.DefaultMinGap}
+	since := from.Add(-Lookback)
+	rows, err := tx.Query(ctx, `
+		SELECT `+summaryColumns+`, COALESCE(workload_kind, 'Pod'), COALESCE(workload_name, name), COALESCE(revision, '')
+		FROM pod_timeline
+		WHERE uid IN (SELECT uid FROM pods
+		              WHERE first_seen <= $2 AND (ended_at IS NULL OR ended_at >= $1)
+		                AND ($3 = '' OR namespace = $3)
+		                AND ($4 = '' OR COALESCE(workload_kind, 'Pod') = $4)
+		                AND ($5 = '' OR COALESCE(workload_name, name) = $5))
+		  AND (ended IS NULL OR ended >= $1)
+		ORDER BY first_seen, uid`, since, to, f.Namespace, f.Kind, f.Name)
+	if err != nil {
+		return in, fmt.Errorf("read the window's pods: %w", err)
+	}
+	for rows.Next() {
+		var p workload.Pod
+		var kind, name string
+		s, _, err := scanSummary(&extraCols{rows: rows, extra: []any{&kind, &name, &p.Revision}})
+		if err != nil {
+			rows.Close()
+			return in, fmt.Errorf("read the window's pods: %w", err)
+		}
+		p.Summary = s
+		p.Workload = events.WorkloadRef{Namespace: s.Pod.Namespace, Kind: kind, Name: name}
+		in.Pods = append(in.Pods, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return in, fmt.Errorf("read the window's pods: %w", err)
+	}
+	if err := db.podConditions(ctx, tx, in.Pods, to); err != nil {
+		return in, err
+	}
+	if in.States, err = workloadStates(ctx, tx, f, since, to); err != nil {
+		return in, err
+	}
+	if in.Nodes, err = db.nodeChanges(ctx, since, to); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// extraCols scans a row's summary columns and then extra ones (scanSummary reads the first).
+type extraCols struct {
+	rows  pgx.Rows
+	extra []any
+}
+
+func (e *extraCols) Scan(dest ...any) error { return e.rows.Scan(append(dest, e.extra...)...) }
+
+// podConditions fills in each pod's Ready spans (align.ReadySpans, from what it reads of each
+// snapshot: phase, Ready, terminating, deleted), its DisruptionTarget condition (the first
+// snapshot showing it True) and its FailedScheduling notes.
+func (db *DB) podConditions(ctx context.Context, tx pgx.Tx, pods []workload.Pod, to time.Time) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	byUID := make(map[string]*workload.Pod, len(pods))
+	uids := make([]string, len(pods))
+	for i := range pods {
+		byUID[pods[i].Pod.UID], uids[i] = &pods[i], pods[i].Pod.UID
+	}
+	snaps := map[string][]*events.Envelope{}
+	rows, err := tx.Query(ctx, `
+		SELECT e.pod_uid, e.kind, e.occurred_at,
+		       COALESCE(e.envelope->'data'->>'phase', ''),
+		       (SELECT c->>'status' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
+		         WHERE c->>'type' = 'Ready' LIMIT 1),
+		       e.envelope->'data'->>'deletion_timestamp' IS NOT NULL,
+		       COALESCE((e.envelope->'data'->>'deleted')::boolean, false),
+		       CASE e.kind WHEN 'pod_status' THEN
+		           (SELECT c->>'reason' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
+		             WHERE c->>'type' = 'DisruptionTarget' AND c->>'status' = 'True' LIMIT 1)
+		       ELSE e.envelope->'data'->>'note' END
+		FROM events e
+		WHERE e.pod_uid = ANY($1) AND (e.kind = 'pod_status'
+		      OR e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling')
+		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
+	if err != nil {
+		return fmt.Errorf("read the pods' snapshots: %w", err)
+	}
+	var (
+		uid, kind, phase     string
+		at                   time.Time
+		ready, text          *string
+		terminating, deleted bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &phase, &ready, &terminating, &deleted, &text}, func() error {
+		p := byUID[uid]
+		at = at.UTC()
+		if kind == string(events.KindK8sEvent) {
+			p.FailedScheduling = append(p.FailedScheduling, report.SchedulingFailure{At: at, Note: deref(text)})
+			return nil
+		}
+		ps := &events.PodStatus{Phase: phase, Deleted: deleted}
+		if ready != nil {
+			ps.Conditions = []events.Condition{{Type: "Ready", Status: *ready}}
+		}
+		if terminating {
+			t := at
+			ps.DeletionTimestamp = &t
+		}
+		snaps[uid] = append(snaps[uid], &events.Envelope{Kind: events.KindPodStatus, OccurredAt: at, Payload: ps})
+		if text != nil && p.Target == nil {
+			p.Target = &workload.Target{Reason: *text, At: at}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the pods' snapshots: %w", err)
+	}
+	for i := range pods {
+		p := &pods[i]
+		end := to // a pod not seen to end stays as it was last seen until the window's end
+		if p.Milestones.Ended != nil && p.Milestones.Ended.Before(end) {
+			end = *p.Milestones.Ended
+		}
+		p.Ready = align.ReadySpans(snaps[p.Pod.UID], end)
+	}
+	return nil
+}
+
+// workloadStates reads the states of f's controllers observed in [since, to], and each one's
+// last state before since (what it wanted when the window began).
+func workloadStates(ctx context.Context, tx pgx.Tx, f WorkloadFilter, since, to time.Time) ([]workload.State, error) {
+	// A Deployment's ReplicaSets name their revisions: read them with it.
+	kinds := []string{}
+	if f.Kind != "" {
+		kinds = append(kinds, f.Kind)
+		if f.Kind == events.WorkloadDeployment {
+			kinds = append(kinds, events.WorkloadReplicaSet)
+		}
+	}
+	rows, err := tx.Query(ctx, `
+		WITH scope AS (
+			SELECT * FROM workload_states
+			WHERE ($1 = '' OR namespace = $1) AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+			  AND ($3 = '' OR name = $3 OR kind = 'ReplicaSet' AND status->'owner'->>'name' = $3))
+		(SELECT occurred_at, status::text FROM scope WHERE occurred_at BETWEEN $4 AND $5)
+		UNION ALL
+		(SELECT DISTINCT ON (namespace, kind, name) occurred_at, status::text FROM scope WHERE occurred_at < $4
+		 ORDER BY namespace, kind, name, occurred_at DESC)
+		ORDER BY 1`, f.Namespace, kinds, f.Name, since, to)
+	if err != nil {
+		return nil, fmt.Errorf("read the workloads' states: %w", err)
+	}
+	var out []workload.State
+	var (
+		at     time.Time
+		status string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&at, &status}, func() error {
+		var w events.WorkloadStatus
+		if err := json.Unmarshal([]byte(status), &w); err != nil {
+			return fmt.Errorf("a stored workload state: %w", err)
+		}
+		out = append(out, workload.State{At: at.UTC(), Status: w})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the workloads' states: %w", err)
+	}
+	return out, nil
+}
+
+// readOnly runs f in a read-only transaction over one snapshot of the store.
+func (db *DB) readOnly(ctx context.Context, f func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, f)
+}
+
+// detect reads f's window and finds its disruptions, with the requests around each that its
+// interruption's no-success seconds need: detection runs once without requests to learn where
+// they matter, and once more with the successful requests of those workloads there — a window
+// of a busy service holds millions of requests, a disruption's surroundings few.
+func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to time.Time) (workload.Input, []report.Disruption, error) {
+	in, err := db.workloadInput(ctx, tx, f, from, to)
+	if err != nil {
+		return in, nil, err
+	}
+	ds := workload.Detect(in)
+	if len(ds) == 0 {
+		return in, ds, nil
+	}
+	type around struct {
+		uids     []string
+		from, to time.Time
+	}
+	podsOf := map[events.WorkloadRef][]string{}
+	for _, p := range in.Pods {
+		podsOf[p.Workload] = append(podsOf[p.Workload], p.Pod.UID)
+	}
+	var arounds []around
+	for _, d := range ds {
+		for _, a := range d.Workloads {
+			arounds = append(arounds, around{podsOf[a.Workload], d.Start.Add(-time.Minute), workload.Until(d, a, to)})
+		}
+	}
+	b := &pgx.Batch{}
+	for _, a := range arounds {
+		b.Queue(`SELECT pod_uid, occurred_at FROM events
+			WHERE pod_uid = ANY($1) AND kind = 'request' AND occurred_at BETWEEN $2 AND $3 AND (envelope->'data'->>'ok')::boolean`, a.uids, a.from, a.to)
+	}
+	results := tx.SendBatch(ctx, b)
+	seen := map[string]map[time.Time]bool{}
+	for range arounds {
+		rows, err := results.Query()
+		if err != nil {
+			results.Close()
+			return in, nil, fmt.Errorf("read requests around the disruptions: %w", err)
+		}
+		var (
+			uid string
+			at  time.Time
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &at}, func() error {
+			if seen[uid] == nil {
+				seen[uid] = map[time.Time]bool{}
+			}
+			seen[uid][at.UTC()] = true
+			return nil
+		}); err != nil {
+			results.Close()
+			return in, nil, fmt.Errorf("read requests around the disruptions: %w", err)
+		}
+	}
+	if err := results.Close(); err != nil {
+		return in, nil, fmt.Errorf("read requests around the disruptions: %w", err)
+	}
+	if len(seen) == 0 {
+		return in, ds, nil
+	}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		for at := range seen[p.Pod.UID] {
+			p.Successes = append(p.Successes, at)
+		}
+	}
+	return in, workload.Detect(in), nil
+}
+
+// Disruptions lists the disruptions among the pods of f that overlap [from, to], newest first
+// (on f.Node only, when set).
+func (db *DB) Disruptions(ctx context.Context, f WorkloadFilter, from, to time.Time) ([]report.Disruption, error) {
+	var out []report.Disruption
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		_, ds, err := db.detect(ctx, tx, WorkloadFilter{Namespace: f.Namespace, Kind: f.Kind, Name: f.Name}, from, to)
+		out = ds
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.Node != "" {
+		out = slices.DeleteFunc(out, func(d report.Disruption) bool { return d.Node != f.Node })
+	}
+	if out == nil {
+		out = []report.Disruption{}
+	}
+	return out, nil
+}
+
+// Workloads lists the workloads of f with pods alive in [from, to].
+func (db *DB) Workloads(ctx context.Context, f WorkloadFilter, from, to time.Time) ([]report.WorkloadSummary, error) {
+	var out []report.WorkloadSummary
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		in, ds, err := db.detect(ctx, tx, f, from, to)
+		out = workload.Summaries(in, ds)
+		return err
+	})
+	return out, err
+}
+
+// Workload reads workload w over [from, to]: what it wanted and had Ready, its revisions with
+// what their pods served, the disruptions that touched it and its pods. ErrNotFound when none of
+// its pods lived in the window.
+func (db *DB) Workload(ctx context.Context, w events.WorkloadRef, from, to time.Time) (report.WorkloadWindow, error) {
+	var out report.WorkloadWindow
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		in, ds, err := db.detect(ctx, tx, WorkloadFilter{Namespace: w.Namespace, Kind: w.Kind, Name: w.Name}, from, to)
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if out, ok = workload.Window(in, w, ds); !ok {
+			return ErrNotFound
+		}
+		return db.revisionMeasures(ctx, tx, &out)
+	})
+	return out, err
+}
+
+// revisionMeasures fills in what each revision's pods served: requests, the served error rate,
+// latency quantiles of the successful ones (their histograms merged) and the mean GPU
+// utilisation; and each pod's own summaries.
+func (db *DB) revisionMeasures(ctx context.Context, tx pgx.Tx, w *report.WorkloadWindow) error {
+	pods := make([]align.Summary, len(w.Pods))
+	for i, p := range w.Pods {
+		pods[i] = p.Summary
+	}
+	if err := fillMeasures(ctx, tx, pods, db.idle); err != nil {
+		return err
+	}
+	for i := range w.Pods {
+		w.Pods[i].Summary = pods[i]
+	}
+	revOf := map[string]string{}
+	counts := map[string]*align.Counts{}
+	for _, p := range w.Pods {
+		revOf[p.Pod.UID] = p.Revision
+		c := counts[p.Revision]
+		if c == nil {
+			c = &align.Counts{}
+			counts[p.Revision] = c
+		}
+		c.Requests += p.Counts.Requests
+		c.RequestErrors += p.Counts.RequestErrors
+		c.PreReadyRequests += p.Counts.PreReadyRequests
+		c.PreReadyErrors += p.Counts.PreReadyErrors
+	}
+	uids := make([]string, 0, len(revOf))
+	for uid := range revOf {
+		uids = append(uids, uid)
+	}
+	latency := map[string]map[int32]int64{}
+	util := map[string]map[int32]float64{}
+	rows, err := tx.Query(ctx, `
+		SELECT pod_uid, 'l', bucket, count::float8 FROM pod_latency WHERE pod_uid = ANY($1)
+		UNION ALL
+		SELECT pod_uid, 'g', util, seconds FROM pod_gpu_util WHERE pod_uid = ANY($1)`, uids)
+	if err != nil {
+		return fmt.Errorf("read the revisions' measures: %w", err)
+	}
+	var (
+		uid, what string
+		key       int32
+		v         float64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&uid, &what, &key, &v}, func() error {
+		rev := revOf[uid]
+		switch what {
+		case "l":
+			if latency[rev] == nil {
+				latency[rev] = map[int32]int64{}
+			}
+			latency[rev][key] += int64(v)
+		case "g":
+			if util[rev] == nil {
+				util[rev] = map[int32]float64{}
+			}
+			util[rev][key] += v
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the revisions' measures: %w", err)
+	}
+	for i := range w.Revisions {
+		r := &w.Revisions[i]
+		if c := counts[r.Hash]; c != nil {
+			if s := align.SummarizeRequests(*c, latency[r.Hash]); s != nil {
+				r.Requests, r.ErrorRate, r.LatencyMS = s.Count, s.ErrorRate, s.LatencyMS
+			}
+		}
+		if g := align.SummarizeGPU(util[r.Hash], 0, 0, db.idle); g != nil {
+			m := g.UtilMean
+			r.GPUUtilMean = &m
+		}
+	}
+	return nil
 }

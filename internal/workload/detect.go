@@ -19,7 +19,7 @@ const scaleDownGrace = 30 * time.Second
 // made no progress within progressDeadlineSeconds.
 const ConditionStalled = "ProgressDeadlineExceeded"
 
-// Detect finds the disruptions that overlap the window, newest first, each with what it cost
+// Detect finds the disruptions that overlap the window, newest first (then by ID, descending), each with what it cost
 // every workload it touched:
 //   - rollout: a workload's pods of a new revision begin replacing the others — from the
 //     controller's revision change (a Deployment's revision number, a StatefulSet's update
@@ -50,7 +50,7 @@ func Detect(in Input) []report.Disruption {
 		if c := b.Start.Compare(a.Start); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(b.ID, a.ID)
 	})
 	return out
 }
@@ -550,12 +550,7 @@ func (v *view) affected(d *report.Disruption, k events.WorkloadRef, pods []strin
 	if recovered != nil {
 		a.RecoverySeconds = floatPtr(recovered.Sub(d.Start).Seconds())
 	}
-	until := horizon
-	if recovered != nil && d.End != nil {
-		until = maxTime(*recovered, *d.End)
-	} else if recovered != nil {
-		until = *recovered
-	}
+	until := Until(*d, a, horizon)
 	a.Interruption.NoSuccessSeconds = v.noSuccess(k, d.Start, until)
 	acted := map[string]bool{}
 	for _, uid := range d.Pods {

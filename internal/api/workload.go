@@ -1,0 +1,275 @@
+package api
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/trace"
+)
+
+// DefaultWindow is the window a workload or disruption read covers when from is not given.
+const DefaultWindow = 24 * time.Hour
+
+// MaxWindow bounds a window: a read looks at every pod alive in it.
+const MaxWindow = 31 * 24 * time.Hour
+
+// ParseTime reads a window bound: RFC 3339, "now", or a duration before now ("-6h", "-90m",
+// "-2d"; d is 24 hours).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "now":
+		return now, nil
+	case strings.HasPrefix(s, "-"):
+		d, err := parseAgo(s[1:])
+		if err != nil {
+			return time.Time{}, err
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want RFC 3339 (2026-12-01T02:00:00Z), now, or a time before now (-6h, -90m, -2d), got %q", s)
+	}
+	return t.UTC(), nil
+}
+
+func parseAgo(s string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.ParseFloat(n, 64)
+		if err != nil || days < 0 {
+			return 0, fmt.Errorf("want a number of days before now, got %q", "-"+s)
+		}
+		return time.Duration(days * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration before now (-6h, -90m, -2d), got %q", "-"+s)
+	}
+	return d, nil
+}
+
+// window reads from and to (default: the last DefaultWindow); a bad bound, an empty window or
+// one longer than MaxWindow is a 400.
+func window(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
+	now := time.Now().UTC()
+	q := r.URL.Query()
+	to = now
+	if v := q.Get("to"); v != "" {
+		t, err := ParseTime(v, now)
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad window", "to: "+err.Error())
+			return from, to, false
+		}
+		to = t
+	}
+	from = to.Add(-DefaultWindow)
+	if v := q.Get("from"); v != "" {
+		t, err := ParseTime(v, now)
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad window", "from: "+err.Error())
+			return from, to, false
+		}
+		from = t
+	}
+	switch {
+	case !from.Before(to):
+		problem(w, http.StatusBadRequest, "Bad window", fmt.Sprintf("from (%s) must be before to (%s)", from.Format(time.RFC3339), to.Format(time.RFC3339)))
+		return from, to, false
+	case to.Sub(from) > MaxWindow:
+		problem(w, http.StatusBadRequest, "Bad window", fmt.Sprintf("a window is at most %s; this one is %s", MaxWindow, to.Sub(from).Round(time.Second)))
+		return from, to, false
+	}
+	return from, to, true
+}
+
+// KindOf is a workload kind as Kubernetes writes it, from that spelling or lower case; another
+// kind (a custom controller's) is kept as given.
+func KindOf(s string) string {
+	for _, k := range []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet", "LeaderWorkerSet", "Pod"} {
+		if strings.EqualFold(s, k) {
+			return k
+		}
+	}
+	return s
+}
+
+// workloadRef reads {namespace}/{kind}/{name} from the path.
+func workloadRef(r *http.Request) events.WorkloadRef {
+	return events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: KindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
+}
+
+// WorkloadPage is the answer of GET /v1/workloads.
+type WorkloadPage struct {
+	From       time.Time                `json:"from"`
+	To         time.Time                `json:"to"`
+	Workloads  []report.WorkloadSummary `json:"workloads"`
+	NextCursor string                   `json:"next_cursor,omitempty"`
+}
+
+// DisruptionPage is the answer of GET /v1/disruptions.
+type DisruptionPage struct {
+	From        time.Time           `json:"from"`
+	To          time.Time           `json:"to"`
+	Disruptions []report.Disruption `json:"disruptions"`
+	NextCursor  string              `json:"next_cursor,omitempty"`
+}
+
+// afterCursor returns the items after the cursor's key (keys in list order) and the next
+// cursor when more remain than limit.
+func afterCursor[T any](w http.ResponseWriter, r *http.Request, items []T, key func(T) string, less func(a, b string) bool) ([]T, string, bool) {
+	limit, ok := parseLimit(w, r)
+	if !ok {
+		return nil, "", false
+	}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad cursor", "the cursor is not one this API gave")
+			return nil, "", false
+		}
+		after := string(b)
+		i := 0
+		for i < len(items) && !less(after, key(items[i])) {
+			i++
+		}
+		items = items[i:]
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		next = base64.RawURLEncoding.EncodeToString([]byte(key(items[limit-1])))
+	}
+	return items, next, true
+}
+
+func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	ws, err := s.db.Workloads(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind"))}, from, to)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	page, next, ok := afterCursor(w, r, ws, func(x report.WorkloadSummary) string { return x.WorkloadRef.String() },
+		func(a, b string) bool { return a < b })
+	if !ok {
+		return
+	}
+	writeJSON(w, WorkloadPage{From: from, To: to, Workloads: page, NextCursor: next})
+}
+
+func (s *Server) workload(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	ref := workloadRef(r)
+	ww, err := s.db.Workload(r.Context(), ref, from, to)
+	if s.failed(w, r, err, "Unknown workload", fmt.Sprintf("no pod of %s lived from %s to %s", ref, from.Format(time.RFC3339), to.Format(time.RFC3339))) {
+		return
+	}
+	writeJSON(w, ww)
+}
+
+func (s *Server) workloadTrace(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	ref := workloadRef(r)
+	ww, err := s.db.Workload(r.Context(), ref, from, to)
+	if s.failed(w, r, err, "Unknown workload", fmt.Sprintf("no pod of %s lived from %s to %s", ref, from.Format(time.RFC3339), to.Format(time.RFC3339))) {
+		return
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", fmt.Sprintf("%s-%s-%s.trace.json", ref.Namespace, strings.ToLower(ref.Kind), ref.Name)))
+	writeJSON(w, trace.BuildWorkload(ww))
+}
+
+func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	ds, err := s.db.Disruptions(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Node: q.Get("node")}, from, to)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	// Newest first: the key sorts as the list does when compared the other way round.
+	page, next, ok := afterCursor(w, r, ds, func(d report.Disruption) string { return d.Start.UTC().Format("2006-01-02T15:04:05.000000000Z") + " " + d.ID },
+		func(a, b string) bool { return a > b })
+	if !ok {
+		return
+	}
+	writeJSON(w, DisruptionPage{From: from, To: to, Disruptions: page, NextCursor: next})
+}
+
+// parseSide reads a before/after side: "FROM..TO" (each as ParseTime reads it) or a revision
+// (a Deployment's revision number or pod-template-hash, a StatefulSet's controller revision).
+func parseSide(name, v string, now time.Time) (store.Side, error) {
+	if a, b, ok := strings.Cut(v, ".."); ok {
+		from, err := ParseTime(a, now)
+		if err != nil {
+			return store.Side{}, fmt.Errorf("%s: %w", name, err)
+		}
+		to, err := ParseTime(b, now)
+		if err != nil {
+			return store.Side{}, fmt.Errorf("%s: %w", name, err)
+		}
+		if !from.Before(to) {
+			return store.Side{}, fmt.Errorf("%s: %s must be before %s", name, a, b)
+		}
+		return store.Side{From: from, To: to}, nil
+	}
+	if v == "" {
+		return store.Side{}, fmt.Errorf("%s: missing: want a revision (number or hash) or FROM..TO", name)
+	}
+	return store.Side{Revision: v}, nil
+}
+
+func (s *Server) workloadComparison(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := window(w, r)
+	if !ok {
+		return
+	}
+	now := time.Now().UTC()
+	q := r.URL.Query()
+	before, err := parseSide("before", q.Get("before"), now)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad side", err.Error())
+		return
+	}
+	after, err := parseSide("after", q.Get("after"), now)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad side", err.Error())
+		return
+	}
+	ref := workloadRef(r)
+	c, err := s.db.WorkloadComparison(r.Context(), ref, from, to, before, after)
+	var bad *compare.BadBaselineError
+	switch {
+	case errors.As(err, &bad):
+		problem(w, http.StatusBadRequest, "Empty side", fmt.Sprintf("before (%s) and after (%s) must each pick pods of %s that lived from %s to %s",
+			q.Get("before"), q.Get("after"), ref, from.Format(time.RFC3339), to.Format(time.RFC3339)))
+		return
+	case s.failed(w, r, err, "Unknown workload", fmt.Sprintf("no pod of %s lived from %s to %s", ref, from.Format(time.RFC3339), to.Format(time.RFC3339))):
+		return
+	}
+	writeJSON(w, c)
+}
