@@ -212,7 +212,9 @@ func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Newest first: the key sorts as the list does when compared the other way round.
-	page, next, ok := afterCursor(w, r, ds, func(d report.Disruption) string { return d.Start.UTC().Format("2006-01-02T15:04:05.000000000Z") + " " + d.ID },
+	page, next, ok := afterCursor(w, r, ds, func(d report.Disruption) string {
+		return d.Start.UTC().Format("2006-01-02T15:04:05.000000000Z") + " " + d.ID
+	},
 		func(a, b string) bool { return a > b })
 	if !ok {
 		return
