@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -33,7 +34,10 @@ func (s *Server) experiment(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, e)
 }
 
-// putExperiment stores a definition: the experiment ConfigMap's keys as JSON.
+// putExperiment stores a definition: the experiment ConfigMap's keys as JSON. A value of a type
+// or range its key does not take is refused (400 naming each), although the collector and the
+// correlator would keep it: a client can correct its request, a ConfigMap already applied
+// cannot be.
 func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	var def events.Experiment
@@ -49,8 +53,8 @@ func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "Bad experiment definition", fmt.Sprintf("name %q differs from the URL's %q", def.Name, name))
 		return
 	}
-	if def.Repeats < 0 {
-		problem(w, http.StatusBadRequest, "Bad experiment definition", "repeats must not be negative")
+	if misfits := def.Misfits(); len(misfits) > 0 {
+		problem(w, http.StatusBadRequest, "Bad experiment definition", strings.Join(misfits, "; "))
 		return
 	}
 	if err := s.db.DefineExperiment(r.Context(), def, time.Now().UTC()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,8 @@ import (
 	"github.com/schedlens/schedlens/internal/api"
 	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // The OpenAPI document lists exactly the routes the router serves, method by method.
@@ -101,6 +104,38 @@ func TestOpenAPIComparisonEnums(t *testing.T) {
 		got := s[c.schema].Properties[c.field].Enum
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("%s.%s enum (-compare +openapi):\n%s", c.schema, c.field, diff)
+		}
+	}
+}
+
+// The Experiment and Definition schemas name every JSON key the api writes for them
+// (report.ExperimentInfo, events.Experiment).
+func TestOpenAPIExperimentKeys(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for schema, v := range map[string]any{"Experiment": report.ExperimentInfo{}, "Definition": events.Experiment{}} {
+		var want, got []string
+		rt := reflect.TypeOf(v)
+		for i := 0; i < rt.NumField(); i++ {
+			if name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+				want = append(want, name)
+			}
+		}
+		for key := range doc.Components.Schemas[schema].Properties {
+			got = append(got, key)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s schema keys (-Go +openapi):\n%s", schema, diff)
 		}
 	}
 }

@@ -92,7 +92,6 @@ func TestDecodeOutOfBounds(t *testing.T) {
 		{"restart_count 2^31", mutate(podStatusJSON, edit{"data.containers", `[{"name":"vllm","ready":true,"restart_count":2147483648}]`}), "data.containers[0].restart_count", "larger than"},
 		{"request status negative", mutate(requestJSON, edit{"data.status", `-200`}), "data.status", "negative"},
 		{"request bytes_in negative", mutate(requestJSON, edit{"data.bytes_in", `-1`}), "data.bytes_in", "negative"},
-		{"experiment repeats 2^31", mutate(experimentJSON, edit{"data.repeats", `2147483648`}), "data.repeats", "larger than"},
 		{"scheduling reason nodes negative", mutate(failedSchedulingJSON, edit{"data.scheduling", `{"available":0,"total":6,"reasons":[{"reason":"x","nodes":-6}]}`}), "data.scheduling.reasons[0].nodes", "negative"},
 	}
 	for _, tt := range tests {
@@ -127,6 +126,8 @@ func TestDecodeAtTheBounds(t *testing.T) {
 		{"4096 labels", mutate(podStatusJSON, edit{"data.labels", object(4096)})},
 		{"experiment fixed nested 31 deep", mutate(experimentJSON, edit{"data.fixed", nested(31)})},
 		{"count 2^31-1", mutate(failedSchedulingJSON, edit{"data.count", `2147483647`})},
+		// A repeats beyond 32 bits is a misfit of the definition, kept (TestExperimentMisfitsThroughDecode).
+		{"experiment repeats 2^31-1", mutate(experimentJSON, edit{"data.repeats", `2147483647`})},
 		{"bytes_in beyond 32 bits", mutate(requestJSON, edit{"data.bytes_in", `9223372036854775807`})},
 		{"negative priority", mutate(podStatusJSON, edit{"data.priority", `-2147483648`})},
 		{"negative exit code", mutate(podStatusJSON, edit{"data.containers", `[{"name":"vllm","ready":false,"restart_count":0,"exit_code":-1}]`})},

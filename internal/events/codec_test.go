@@ -477,7 +477,10 @@ func TestDecodeInvalid(t *testing.T) {
 
 		// experiment data.
 		{"experiment without name", mutate(experimentJSON, edit{"data.name", absent}), "data.name"},
-		{"experiment repeats as string", mutate(experimentJSON, edit{"data.repeats", `"3"`}), "data.repeats"},
+		{"experiment name null", mutate(experimentJSON, edit{"data.name", `null`}), "data.name"},
+		{"experiment name not a string", mutate(experimentJSON, edit{"data.name", `20`}), "data.name"},
+		{"experiment name an object", mutate(experimentJSON, edit{"data.name", `{"day":20}`}), "data.name"},
+		// A repeats given as a string is no reason to refuse the definition: TestExperimentMisfitsThroughDecode.
 
 		// inventory data.
 		{"inventory without pod_uids", mutate(inventoryJSON, edit{"data.pod_uids", absent}), "data.pod_uids"},

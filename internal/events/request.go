@@ -1,8 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -24,25 +24,14 @@ func FixedRequestOf(exp *Experiment, def FixedRequest) (*FixedRequest, error) {
 	if exp.Fixed == nil {
 		return nil, nil
 	}
-	if raw, ok := exp.Fixed.Extra["request"]; ok {
-		return nil, fmt.Errorf("fixed.request: want an object, got %s", rawKind(raw))
+	for _, m := range exp.Fixed.misfits("fixed") {
+		if strings.HasPrefix(m, "fixed.request") {
+			return nil, errors.New(m)
+		}
 	}
 	r := exp.Fixed.Request
 	if r == nil {
 		return nil, nil
-	}
-	for _, key := range []string{"method", "path", "body"} {
-		if raw, ok := r.Extra[key]; ok {
-			return nil, fmt.Errorf("fixed.request.%s: want a string, got %s", key, rawKind(raw))
-		}
-	}
-	if raw, ok := r.Extra["port"]; ok {
-		switch rawKind(raw) {
-		case "a number", "a string":
-			return nil, fmt.Errorf("fixed.request.port: want a port from 1 to 65535, got %s", bytes.TrimSpace(raw))
-		default:
-			return nil, fmt.Errorf("fixed.request.port: want a number, got %s", rawKind(raw))
-		}
 	}
 	req := FixedRequest{Method: def.Method, Port: def.Port, Path: def.Path, Body: def.Body}
 	if r.Method != "" {
@@ -140,23 +129,21 @@ func validMethod(m string) bool {
 	return false
 }
 
-// rawKind names the JSON type of a raw value.
+// rawKind names the JSON type of a raw value, as a misfit's reason does: "a list", "null".
 func rawKind(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return "invalid JSON"
-	}
-	switch v.(type) {
-	case nil:
+	switch jsonType(raw) {
+	case "null":
 		return "null"
-	case string:
+	case "string":
 		return "a string"
-	case float64:
+	case "number":
 		return "a number"
-	case bool:
+	case "boolean":
 		return "a boolean"
-	case []any:
+	case "array":
 		return "a list"
+	case "object":
+		return "an object"
 	}
-	return "an object"
+	return "nothing"
 }

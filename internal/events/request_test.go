@@ -42,6 +42,7 @@ func TestFixedRequestOf(t *testing.T) {
 		{"lab day20", `{"method":"post","port":8000,"path":"/v2/models/model/infer","body":"{\"inputs\":\"hello\"}"}`,
 			`POST http://10.244.1.17:8000/v2/models/model/infer {"inputs":"hello"}`},
 		{"defaults", `{}`, "GET http://10.244.1.17:8000/ "},
+		{"nulls are defaults", `{"method":null,"port":null,"path":null}`, "GET http://10.244.1.17:8000/ "},
 		{"port as string, query kept", `{"port":"9000","path":"/health?full=1&x=%2F"}`, "GET http://10.244.1.17:9000/health?full=1&x=%2F "},
 		{"escaped path kept", `{"path":"/v1/models/a%2Fb/infer"}`, "GET http://10.244.1.17:8000/v1/models/a%2Fb/infer "},
 		{"an @ stays in the path", `{"path":"/@169.254.169.254/latest/meta-data"}`, "GET http://10.244.1.17:8000/@169.254.169.254/latest/meta-data "},

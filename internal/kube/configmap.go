@@ -25,6 +25,8 @@ const (
 	keyBaseline   = "baseline"
 	keyArms       = "arms"
 	keyThresholds = "thresholds"
+	keyMargins    = "margins"
+	keyAlpha      = "alpha"
 )
 
 // defaultBaseline is the arm compared against when the ConfigMap names none and an arm has it.
@@ -33,8 +35,9 @@ const defaultBaseline = "control"
 // ExperimentOf reads an experiment definition from its ConfigMap. The name is the keys.Experiment
 // label, else data "name", else the ConfigMap's name. Structured values are YAML or JSON and come
 // out as JSON decodes them (objects map[string]any, lists []any, numbers float64), so the payload
-// is the same before and after the wire; "metrics" and "arms" may also be comma-separated lists.
-// A value that cannot be read is kept raw where its field allows, and named in Errors
+// is the same before and after the wire; "metrics" and "arms" may also be comma-separated lists,
+// "fixed" an object, a list or prose. "margins" is an object, "alpha" a number in (0, 1) (0: the
+// default). A value that cannot be read is kept raw where its field allows, and named in Errors
 // ("repeats: …"): the definition is still published.
 func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment {
 	data := cm.Data
@@ -51,10 +54,15 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 
 	if raw, ok := present(data, keyFixed); ok {
 		v, err := parseYAML(raw)
-		if _, isObject := v.(map[string]any); err != nil || !isObject {
-			exp.Fixed = &events.Workload{Text: raw}
-			fail(keyFixed, "want a YAML or JSON object: %s", whyNot(v, err))
-		} else if err := retype(v, &exp.Fixed); err != nil {
+		switch prose := v.(type) {
+		case map[string]any, []any:
+			err = retype(v, &exp.Fixed)
+		case string:
+			exp.Fixed = &events.Workload{Text: prose} // as the seed writes it
+		default:
+			err = fmt.Errorf("want a YAML or JSON object or list, or prose: %s", whyNot(v, err))
+		}
+		if err != nil {
 			exp.Fixed = &events.Workload{Text: raw}
 			fail(keyFixed, "%v", err)
 		}
@@ -102,6 +110,22 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 			fail(keyThresholds, "want a YAML or JSON object: %s", whyNot(v, err))
 		} else if len(m) > 0 {
 			exp.Thresholds = m
+		}
+	}
+	if raw, ok := present(data, keyMargins); ok {
+		v, err := parseYAML(raw)
+		if m, isObject := v.(map[string]any); err != nil || !isObject {
+			fail(keyMargins, "want a YAML or JSON object: %s", whyNot(v, err))
+		} else if len(m) > 0 {
+			exp.Margins = m
+		}
+	}
+	if raw, ok := present(data, keyAlpha); ok {
+		v, err := parseYAML(raw)
+		if a, isNumber := v.(float64); err == nil && isNumber && a >= 0 && a < 1 {
+			exp.Alpha = a
+		} else {
+			fail(keyAlpha, "want a number in (0, 1), got %q", raw)
 		}
 	}
 	return exp
@@ -210,6 +234,8 @@ func whyNot(v any, err error) string {
 		return "got a number"
 	case bool:
 		return "got a boolean"
+	case nil:
+		return "got null"
 	default:
 		return fmt.Sprintf("got %T", v)
 	}

@@ -61,7 +61,7 @@ func TestExperimentOf(t *testing.T) {
 				},
 				// No arm named control and none named as baseline: no baseline.
 				Errors: []string{
-					"fixed: want a YAML or JSON object: error converting YAML to JSON: yaml: line 1: did not find expected ',' or '}'",
+					"fixed: want a YAML or JSON object or list, or prose: error converting YAML to JSON: yaml: line 1: did not find expected ',' or '}'",
 					`repeats: want a non-negative integer, got "three"`,
 					"thresholds: want a YAML or JSON object: got a list",
 				},
@@ -74,13 +74,12 @@ func TestExperimentOf(t *testing.T) {
 				cm.Data = map[string]string{"repeats": "-1", "metrics": "[pending,", "baseline": "affinity", "arms": "control\n", "fixed": "just words"}
 			},
 			want: events.Experiment{
-				Name:     "day20-experiment", // no label, no data name: the ConfigMap's name
-				Fixed:    &events.Workload{Text: "just words"},
+				Name:     "day20-experiment",                   // no label, no data name: the ConfigMap's name
+				Fixed:    &events.Workload{Text: "just words"}, // prose, as the seed writes it
 				Metrics:  &events.Words{Text: "[pending,", List: []string{"[pending"}},
 				Baseline: "affinity", // named: kept even though no arm has it
 				Arms:     []events.ArmSpec{{Name: "control", Bare: true}},
 				Errors: []string{
-					"fixed: want a YAML or JSON object: got a string",
 					"metrics: error converting YAML to JSON: yaml: line 1: did not find expected node content",
 					`repeats: want a non-negative integer, got "-1"`,
 				},
@@ -99,8 +98,58 @@ func TestExperimentOf(t *testing.T) {
 				Baseline: "control",
 				Arms:     []events.ArmSpec{{Name: "control", Bare: true}},
 				Errors: []string{
-					"fixed: want a YAML or JSON object: two keys of a mapping read as the same text (such as 0 and 0.0)",
+					"fixed: want a YAML or JSON object or list, or prose: two keys of a mapping read as the same text (such as 0 and 0.0)",
 					"thresholds: want a YAML or JSON object: two keys of a mapping read as the same text (such as 0 and 0.0)",
+				},
+			},
+		},
+		{
+			// fixed as a list, like metrics; margins and alpha read.
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Labels = nil
+				cm.Data = map[string]string{"fixed": "- image\n- model\n- input\n", "margins": "{pending: 10%, latency_p95_ms: 50}", "alpha": "0.1"}
+			},
+			want: events.Experiment{
+				Name:    "day20-experiment",
+				Fixed:   &events.Workload{List: []string{"image", "model", "input"}},
+				Margins: map[string]any{"pending": "10%", "latency_p95_ms": 50.0},
+				Alpha:   0.1,
+			},
+		},
+		{
+			// Values that do not read: named in Errors, the rest of the definition kept.
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Labels = nil
+				cm.Data = map[string]string{"fixed": "[image, {model: m}]", "margins": "[pending]", "alpha": "2", "repeats": "3", "arms": "control, mps"}
+			},
+			want: events.Experiment{
+				Name:     "day20-experiment",
+				Fixed:    &events.Workload{Text: "[image, {model: m}]"}, // kept raw
+				Repeats:  3,
+				Baseline: "control",
+				Arms:     []events.ArmSpec{{Name: "control", Bare: true}, {Name: "mps", Bare: true}},
+				Errors: []string{
+					"fixed: [1]: want a name, got an object",
+					"margins: want a YAML or JSON object: got a list",
+					`alpha: want a number in (0, 1), got "2"`,
+				},
+			},
+		},
+		{
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Labels = nil
+				cm.Data = map[string]string{"fixed": "3", "margins": "10%", "alpha": "five percent"}
+			},
+			want: events.Experiment{
+				Name:  "day20-experiment",
+				Fixed: &events.Workload{Text: "3"}, // kept raw
+				Errors: []string{
+					"fixed: want a YAML or JSON object or list, or prose: got a number",
+					"margins: want a YAML or JSON object: got a string",
+					`alpha: want a number in (0, 1), got "five percent"`,
 				},
 			},
 		},

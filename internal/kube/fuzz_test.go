@@ -88,29 +88,30 @@ func FuzzParseFailedScheduling(f *testing.F) {
 }
 
 // FuzzExperimentOf: any ConfigMap data reads into a definition without panicking; repeats is
-// a bounded count; every error names its key; and the envelope, when within the codec's
-// bounds, carries the definition unchanged through the wire.
+// a bounded count, alpha in [0, 1); every error names its key; and the envelope, when within the
+// codec's bounds, carries the definition unchanged through the wire.
 func FuzzExperimentOf(f *testing.F) {
 	var list corev1.ConfigMapList
 	readJSON(f, "configmaps.derived.json", &list)
 	for _, cm := range list.Items {
 		d := cm.Data
-		f.Add(d["name"], d["change"], d["fixed"], d["metrics"], d["repeats"], d["baseline"], d["arms"], d["thresholds"])
+		f.Add(d["name"], d["change"], d["fixed"], d["metrics"], d["repeats"], d["baseline"], d["arms"], d["thresholds"], d["margins"], d["alpha"])
 	}
 	f.Add("day20", "priority", "request: {method: POST, port: 8000, path: /v2/models/model/infer, body: '{\"inputs\":\"hello\"}'}",
-		"[pending, start]", "3", "control", "- name: control\n- name: priority", "{p95_latency_ms: 800, error_rate: 0.01}")
-	f.Add("", "", "[1, 2]", "{a: 1}", "99999999999", "", "[", "- x")
-	f.Add("x", "", "&a [*a, *a]", "a: &b {c: *b}", "-1", "", "{", "null")
-	f.Fuzz(func(t *testing.T, name, change, fixed, metrics, repeats, baseline, arms, thresholds string) {
+		"[pending, start]", "3", "control", "- name: control\n- name: priority", "{p95_latency_ms: 800, error_rate: 0.01}", "{pending: 10%}", "0.1")
+	f.Add("", "", "[1, 2]", "{a: 1}", "99999999999", "", "[", "- x", "[a]", "2")
+	f.Add("x", "", "&a [*a, *a]", "a: &b {c: *b}", "-1", "", "{", "null", "{0: 1, 0.0: 2}", ".nan")
+	f.Add("x", "", "[image, {model: m}]", "[~]", "three", "", "{a: 1}", "", "", "1e-400")
+	f.Fuzz(func(t *testing.T, name, change, fixed, metrics, repeats, baseline, arms, thresholds, margins, alpha string) {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "day20-experiment", Namespace: "ai-lab", ResourceVersion: "60",
 				Labels: map[string]string{events.LabelExperiment: "day20"}},
 			Data: map[string]string{"name": name, "change": change, "fixed": fixed, "metrics": metrics,
-				"repeats": repeats, "baseline": baseline, "arms": arms, "thresholds": thresholds},
+				"repeats": repeats, "baseline": baseline, "arms": arms, "thresholds": thresholds, "margins": margins, "alpha": alpha},
 		}
 		exp := kube.ExperimentOf(cm, events.DefaultLabelKeys)
-		if exp.Name != "day20" || !inCount(exp.Repeats) {
-			t.Fatalf("name %q, repeats %d", exp.Name, exp.Repeats)
+		if exp.Name != "day20" || !inCount(exp.Repeats) || exp.Alpha < 0 || exp.Alpha >= 1 {
+			t.Fatalf("name %q, repeats %d, alpha %v", exp.Name, exp.Repeats, exp.Alpha)
 		}
 		for _, e := range exp.Errors {
 			key, _, _ := strings.Cut(e, ":")
@@ -145,5 +146,31 @@ func TestExperimentRepeatsBeyond32Bits(t *testing.T) {
 	exp := env.Payload.(*events.Experiment)
 	if want := []string{`repeats: want at most 2147483647, got "99999999999"`}; exp.Repeats != 0 || !cmp.Equal(want, exp.Errors) {
 		t.Errorf("repeats %d, errors %q; want 0 and %q", exp.Repeats, exp.Errors, want)
+	}
+}
+
+// A ConfigMap whose values do not all read still reaches the wire whole: the errors name the
+// keys, the raw arms ride along, the rest of the definition is as read (an arms value that
+// read as neither list nor names once lost the whole ConfigMap to the codec).
+func TestExperimentEnvelopeKeepsWhatDoesNotRead(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "day20", Namespace: "ai-lab", ResourceVersion: "1"},
+		Data: map[string]string{"arms": "{control: a}", "repeats": "three", "fixed": "[image, model, input]",
+			"baseline": "control", "thresholds": "{error_rate: 0.01}", "alpha": "1.5"}}
+	env, err := kube.ExperimentEnvelope(cm, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := env.Payload.(*events.Experiment)
+	want := []string{
+		`repeats: want a non-negative integer, got "three"`,
+		"arms: want a list, got an object",
+		`alpha: want a number in (0, 1), got "1.5"`,
+	}
+	if diff := cmp.Diff(want, exp.Problems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if exp.Baseline != "control" || !cmp.Equal(exp.Fixed.List, []string{"image", "model", "input"}) ||
+		!cmp.Equal(exp.Thresholds, map[string]any{"error_rate": 0.01}) || string(exp.Extra["arms"]) != `"{control: a}"` {
+		t.Errorf("baseline %q, fixed %+v, thresholds %v, arms kept %s", exp.Baseline, exp.Fixed, exp.Thresholds, exp.Extra["arms"])
 	}
 }

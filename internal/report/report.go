@@ -82,9 +82,14 @@ type ArmInterruptions struct {
 type ExperimentInfo struct {
 	Name       string             `json:"name"`
 	Definition *events.Experiment `json:"definition"` // nil when no definition was received
-	Arms       []string           `json:"arms"`
-	Runs       []string           `json:"runs"`
-	Pods       int                `json:"pods"`
+	// DefinitionProblems lists every problem of the definition in force (events.Experiment
+	// Problems): the values the collector could not read, and those of a type or range their
+	// field does not take, kept as they came ("repeats: want an integer …, got \"three\"",
+	// "fixed.request.port: …"). Empty, never nil, when there are none or no definition.
+	DefinitionProblems []string `json:"definition_problems"`
+	Arms               []string `json:"arms"`
+	Runs               []string `json:"runs"`
+	Pods               int      `json:"pods"`
 }
 
 // Request is one request a pod served, as the pod view plots it.

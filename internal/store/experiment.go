@@ -52,10 +52,14 @@ func (db *DB) Experiments(ctx context.Context) ([]report.ExperimentInfo, error) 
 	)
 	_, err = pgx.ForEachRow(rows, []any{&info.Name, &def, &info.Arms, &info.Runs, &info.Pods}, func() error {
 		e := info
+		e.DefinitionProblems = []string{}
 		if def != nil {
 			var d events.Experiment
 			if err := json.Unmarshal([]byte(*def), &d); err == nil {
 				e.Definition = &d
+				e.DefinitionProblems = append(e.DefinitionProblems, d.Problems()...)
+			} else {
+				e.DefinitionProblems = append(e.DefinitionProblems, "the stored definition does not read: "+err.Error())
 			}
 		}
 		slices.Sort(e.Arms)

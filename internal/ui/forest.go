@@ -33,6 +33,12 @@ type experimentView struct {
 	ThresholdsChangedAfterStart               []string
 	Alpha                                     float64
 	JSONURL, CSVURL                           string
+
+	// DefinitionProblems are the first maxDefinitionProblems problems of the definition;
+	// MoreDefinitionProblems counts the others, all in the experiment's JSON (DefinitionURL).
+	DefinitionProblems     []string
+	MoreDefinitionProblems int
+	DefinitionURL          string
 }
 
 type armSummary struct {
@@ -71,6 +77,10 @@ type placementRow struct {
 	Nodes, GPUModels, Sharing, Reasons string
 }
 
+// maxDefinitionProblems bounds the definition's problems the experiment page lists: a warning,
+// not a report (GET /v1/experiments/{name} has them all).
+const maxDefinitionProblems = 8
+
 func counts(m map[string]int) string { return compare.JoinCounts(m, " ×") }
 
 func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, cerr error) experimentView {
@@ -79,11 +89,16 @@ func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, c
 	if e.Definition != nil {
 		v.Change = e.Definition.Change
 	}
+	v.DefinitionProblems = e.DefinitionProblems
+	if n := len(v.DefinitionProblems); n > maxDefinitionProblems {
+		v.DefinitionProblems, v.MoreDefinitionProblems = v.DefinitionProblems[:maxDefinitionProblems], n-maxDefinitionProblems
+	}
 	if cerr != nil {
 		v.Problem = cerr.Error()
 	}
 	q := nsQuery(ns)
-	v.JSONURL = "/v1/experiments/" + url.PathEscape(e.Name) + "/comparison"
+	v.DefinitionURL = "/v1/experiments/" + url.PathEscape(e.Name)
+	v.JSONURL = v.DefinitionURL + "/comparison"
 	v.CSVURL = v.JSONURL + ".csv"
 	if enc := q.Encode(); enc != "" {
 		v.JSONURL += "?" + enc

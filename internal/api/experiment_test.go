@@ -1,0 +1,119 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/api/apitest"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
+)
+
+// experimentInfo is what GET /v1/experiments/{name} answers, as a client reads it.
+type experimentInfo struct {
+	Name               string                     `json:"name"`
+	Definition         map[string]json.RawMessage `json:"definition"`
+	DefinitionProblems []string                   `json:"definition_problems"`
+}
+
+// PUT /v1/experiments/{name}: a definition whose values all fit is stored (204), fixed given as
+// a list included; one with a value of a type or range its key does not take is a 400 problem
+// naming each such value; a name that is not a string cannot name the experiment.
+func TestPutExperiment(t *testing.T) {
+	srv := apitest.Serve(t, pgtest.DB(t))
+	const base = `"baseline":"control","arms":["control","mps"],"thresholds":{"error_rate":0.01},"repeats":3`
+	tests := []struct {
+		name, body string
+		want       int
+		detail     string // a 400's detail, exactly
+	}{
+		{"fixed as a list", `{"fixed":["image","model","input"],"metrics":["pending","latency"],` + base + `}`, http.StatusNoContent, ""},
+		{"fixed as prose", `{"fixed":"image, model, input",` + base + `}`, http.StatusNoContent, ""},
+		{"nulls and unknown keys", `{"name":null,"alpha":null,"owner":{"team":5},` + base + `}`, http.StatusNoContent, ""},
+		{"repeats a word", `{"name":"day20","repeats":"three","baseline":"control"}`, http.StatusBadRequest,
+			`repeats: want an integer from 0 to 2147483647, got "three"`},
+		{"repeats negative", `{"repeats":-1}`, http.StatusBadRequest, "repeats: want an integer from 0 to 2147483647, got -1"},
+		{"three misfits", `{"alpha":2,"arms":["control",7],"fixed":{"request":{"port":"http"}}}`, http.StatusBadRequest,
+			`alpha: want a number in (0, 1), got 2; arms[1]: want a name or an object, got a number; fixed.request.port: want a port from 1 to 65535, got "http"`},
+		{"fixed a number", `{"fixed":3}`, http.StatusBadRequest, "fixed: want an object, a list or a string, got a number"},
+		{"name a number", `{"name":20}`, http.StatusBadRequest, "name: want a string, got a number"},
+		{"not an object", `["day20"]`, http.StatusBadRequest, "want an object, got a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, p := do(t, http.MethodPut, srv.URL+"/v1/experiments/day20", tt.body, false)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("PUT %s: %d %+v, want %d", tt.body, resp.StatusCode, p, tt.want)
+			}
+			if tt.want == http.StatusBadRequest && (resp.Header.Get("Content-Type") != "application/problem+json" || p.Detail != tt.detail) {
+				t.Errorf("PUT %s: %s %q, want problem+json %q", tt.body, resp.Header.Get("Content-Type"), p.Detail, tt.detail)
+			}
+		})
+	}
+	// The last stored definition is the one with nulls and an unknown key, as it came.
+	var got experimentInfo
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day20", &got)
+	if string(got.Definition["name"]) != `"day20"` || string(got.Definition["owner"]) != `{"team":5}` || string(got.Definition["alpha"]) != "null" {
+		t.Errorf("stored definition %v: want the URL's name, owner and alpha kept", got.Definition)
+	}
+	if got.DefinitionProblems == nil || len(got.DefinitionProblems) > 0 {
+		t.Errorf("definition_problems %#v, want []", got.DefinitionProblems)
+	}
+}
+
+// GET /v1/experiments and /v1/experiments/{name} list the problems of a definition that came
+// through the replay path: the collector's errors and the values that do not fit, kept, beside
+// the definition that still reads.
+func TestExperimentDefinitionProblems(t *testing.T) {
+	db := pgtest.DB(t)
+	srv := apitest.Serve(t, db)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	line := `{"v":1,"id":"experiment/ai-lab/day21-experiment/7","kind":"experiment","cluster":"lab","source":"collector/lab-0",
+		"occurred_at":"` + now + `","observed_at":"` + now + `","experiment":{"name":"day21"},
+		"data":{"name":"day21","fixed":{"image":"i","request":{"port":70000}},"metrics":["pending"],"repeats":"three",
+			"baseline":"control","arms":["control",{"name":{"x":1}}],"thresholds":{"error_rate":0.01},
+			"errors":["alpha: want a number in (0, 1), got \"2\""]}}`
+	env, err := events.Decode([]byte(line))
+	if err != nil {
+		t.Fatalf("the replayed definition is refused: %v", err)
+	}
+	if _, err := db.Append(context.Background(), []*events.Envelope{env}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if resp, p := do(t, http.MethodPut, srv.URL+"/v1/experiments/day20", `{"fixed":["image","model"],"baseline":"control"}`, false); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT day20: %d %+v", resp.StatusCode, p)
+	}
+
+	want := map[string][]string{
+		"day20": {},
+		"day21": {
+			`alpha: want a number in (0, 1), got "2"`,
+			"arms[1].name: want a string, got an object",
+			"fixed.request.port: want a port from 1 to 65535, got 70000",
+			`repeats: want an integer from 0 to 2147483647, got "three"`,
+		},
+	}
+	var list struct{ Experiments []experimentInfo }
+	apitest.GetJSON(t, srv.URL+"/v1/experiments", &list)
+	got := map[string][]string{}
+	for _, e := range list.Experiments {
+		got[e.Name] = e.DefinitionProblems
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET /v1/experiments definition_problems (-want +got):\n%s", diff)
+	}
+	var one experimentInfo
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day21", &one)
+	if diff := cmp.Diff(want["day21"], one.DefinitionProblems); diff != "" {
+		t.Errorf("GET /v1/experiments/day21 definition_problems (-want +got):\n%s", diff)
+	}
+	if string(one.Definition["repeats"]) != `"three"` || string(one.Definition["baseline"]) != `"control"` || !strings.Contains(string(one.Definition["thresholds"]), "error_rate") {
+		t.Errorf("definition %v: want repeats kept as it came beside the baseline and thresholds", one.Definition)
+	}
+}
