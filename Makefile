@@ -78,6 +78,7 @@ ifeq ($(strip $(BENCH_ARGS)),)
 	bin/schedlens-bench
 	bin/schedlens-bench -lag
 	bin/schedlens-bench -reads
+	bin/schedlens-bench -workloads
 	bin/schedlens-bench -memory
 else
 	bin/schedlens-bench $(BENCH_ARGS)

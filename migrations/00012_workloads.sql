@@ -24,10 +24,15 @@ CREATE TABLE workload_states (
 CREATE INDEX workload_states_workload ON workload_states (namespace, kind, name, occurred_at);
 CREATE INDEX workload_states_time ON workload_states (occurred_at);
 
--- Cordons and readiness of nodes are read by time window, cluster-wide.
+-- Cordons and readiness of nodes are read by time window, cluster-wide; a window's pods' snapshots
+-- and FailedScheduling events without their requests (the bulk of a busy pod's events).
 CREATE INDEX events_node_status_time ON events (occurred_at) WHERE kind = 'node_status';
+CREATE INDEX events_pod_status ON events (pod_uid, occurred_at) WHERE kind = 'pod_status';
+CREATE INDEX events_pod_k8s_event ON events (pod_uid, occurred_at) WHERE kind = 'k8s_event';
 
 -- +goose Down
+DROP INDEX events_pod_k8s_event;
+DROP INDEX events_pod_status;
 DROP INDEX events_node_status_time;
 DROP TABLE workload_states;
 DROP VIEW IF EXISTS pod_timeline;

@@ -36,10 +36,11 @@ projections; times a raw CopyFrom of the same rows into a bare table and one INS
 prints the rates, their ratios and how the rate at the largest size compares with the smallest.
 Mixes: pods (many short-lived pods, an inventory every few runs, like a busy cluster) and
 requests (36 pods, many request results); both runs the two.
--lag, -reads and -memory are other runs, one at a time, in place of this one: the lag from an
-event offered to the collector's publisher to visible in the API under a fixed rate; the read
-latencies of a large experiment through the api; the collector's memory with many pods in
-scope. make bench runs all four, one after the other.
+-lag, -reads, -workloads and -memory are other runs, one at a time, in place of this one: the
+lag from an event offered to the collector's publisher to visible in the API under a fixed rate;
+the read latencies of a large experiment through the api; those of a Deployment's window of
+1,000 pods and its disruptions; the collector's memory with many pods in scope. make bench runs
+them all, one after the other.
 Temporary databases schedlens_bench_* are created on -admin-database-url and dropped at the end.
 
 flags:
@@ -90,8 +91,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var o options
 	var ro readOptions
+	var wo workloadOptions
 	fs := config.New("schedlens-bench", getenv, stderr)
 	ro.define(fs)
+	wo.define(fs)
 	fs.Int(&o.n, "n", "", 0, "one size: events to store end to end and with CopyFrom (overrides -sizes)")
 	fs.String(&o.sizesFlag, "sizes", envSizes, defaultSizes, "comma-separated sizes (events per measurement), smallest to largest")
 	fs.String(&o.mixFlag, "mix", envMix, "both", "event mix: pods, requests or both")
@@ -118,9 +121,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := ro.validate(); ro.enabled && err != nil {
 		return err
 	}
+	modes := 0
+	for _, on := range []bool{o.lag.enabled, o.memory.enabled, ro.enabled, wo.enabled} {
+		if on {
+			modes++
+		}
+	}
+	if wo.enabled && wo.pods < 100 {
+		return config.Usagef("-workload-pods must be at least 100, got %d", wo.pods)
+	}
 	switch {
-	case o.lag.enabled && o.memory.enabled, (o.lag.enabled || o.memory.enabled) && ro.enabled:
-		return config.Usagef("-lag, -memory and -reads are separate runs: give one")
+	case modes > 1:
+		return config.Usagef("-lag, -memory, -reads and -workloads are separate runs: give one")
 	case o.lag.enabled:
 		return runLag(ctx, o, stdout, stderr)
 	case o.memory.enabled:
@@ -137,6 +149,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if ro.enabled {
 		return runReads(ctx, pg, ro, o.json, stdout, logger)
+	}
+	if wo.enabled {
+		return runWorkloads(ctx, pg, wo, ro.iterations, o.json, stdout, logger)
 	}
 
 	r := report{BatchSize: o.batchSize, BatchWait: o.batchWait.String(), NaiveRows: o.naiveRows}

@@ -175,9 +175,12 @@ func (db *DB) podConditions(ctx context.Context, tx pgx.Tx, pods []workload.Pod,
 		             WHERE c->>'type' = 'DisruptionTarget' AND c->>'status' = 'True' LIMIT 1)
 		       ELSE e.envelope->'data'->>'note' END
 		FROM events e
-		WHERE e.pod_uid = ANY($1) AND (e.kind = 'pod_status'
-		      OR e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling')
-		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
+		WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status'
+		UNION ALL
+		SELECT e.pod_uid, e.kind, e.occurred_at, '', NULL, false, false, e.envelope->'data'->>'note'
+		FROM events e
+		WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		ORDER BY 3`, uids)
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
 	}
@@ -287,14 +290,16 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 		uids     []string
 		from, to time.Time
 	}
-	podsOf := map[events.WorkloadRef][]string{}
-	for _, p := range in.Pods {
-		podsOf[p.Workload] = append(podsOf[p.Workload], p.Pod.UID)
-	}
 	var arounds []around
 	for _, d := range ds {
 		for _, a := range d.Workloads {
-			arounds = append(arounds, around{podsOf[a.Workload], d.Start.Add(-time.Minute), workload.Until(d, a, to)})
+			ar := around{from: d.Start.Add(-time.Minute), to: workload.Until(d, a, to)}
+			for _, p := range in.Pods { // only the workload's pods that lived then
+				if p.Workload == a.Workload && p.LivedIn(ar.from, ar.to) {
+					ar.uids = append(ar.uids, p.Pod.UID)
+				}
+			}
+			arounds = append(arounds, ar)
 		}
 	}
 	b := &pgx.Batch{}

@@ -32,7 +32,7 @@ func (v *view) summary(k events.WorkloadRef, ds []report.Disruption) (report.Wor
 	s := report.WorkloadSummary{WorkloadRef: k, Desired: v.desired[k].at(v.in.To), Ready: v.ready[k].at(v.in.To), Observed: v.observed[k]}
 	revisions := map[string]bool{}
 	for _, p := range v.byKey[k] {
-		if !p.livedIn(v.in.From, v.in.To) {
+		if !p.LivedIn(v.in.From, v.in.To) {
 			continue
 		}
 		s.Pods++
@@ -53,8 +53,8 @@ func (v *view) summary(k events.WorkloadRef, ds []report.Disruption) (report.Wor
 	return s, true
 }
 
-// livedIn reports whether the pod existed at some time in [from, to].
-func (p *Pod) livedIn(from, to time.Time) bool {
+// LivedIn reports whether the pod existed at some time in [from, to].
+func (p *Pod) LivedIn(from, to time.Time) bool {
 	if c := p.Milestones.Created; c != nil && c.After(to) {
 		return false
 	}
@@ -76,7 +76,7 @@ func Window(in Input, k events.WorkloadRef, ds []report.Disruption) (report.Work
 	revs := map[string]*report.RevisionReport{}
 	numbers := v.revisionNumbers(k)
 	for _, p := range v.byKey[k] {
-		if !p.livedIn(in.From, in.To) {
+		if !p.LivedIn(in.From, in.To) {
 			continue
 		}
 		w.Pods = append(w.Pods, report.WorkloadPod{Summary: p.Summary, Revision: p.Revision})
