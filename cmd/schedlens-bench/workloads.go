@@ -159,7 +159,9 @@ func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterati
 	for _, p := range paths {
 		ds := times[p.name]
 		slices.Sort(ds)
-		ms := func(q float64) float64 { return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000 }
+		ms := func(q float64) float64 {
+			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
+		}
 		r.Figures = append(r.Figures, readFigure{Endpoint: p.name, N: len(ds), FirstMS: float64(firsts[p.name].Microseconds()) / 1000,
 			P50MS: ms(0.5), P95MS: ms(0.95), TargetMS: float64(workloadTarget.Milliseconds())})
 	}
