@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -106,15 +107,44 @@ func (c *Collector) startConfigMaps(ctx context.Context) error {
 // startWorkloads watches the Deployments, ReplicaSets and StatefulSets of every scope: the
 // replicas each wants and the revision it rolls out, so that "desired" at any moment is the
 // workload's own. A scope's whole namespace is watched (workloads are few), whatever its pod
-// selector.
+// selector. A kind the collector may not list (RBAC without the apps rules, as charts before
+// them granted) or the API server does not serve is logged once and left out: pods still
+// group into their workloads by their owners, with desired replicas inferred.
 func (c *Collector) startWorkloads(ctx context.Context) error {
 	var fs []informers.SharedInformerFactory
 	var regs []cache.ResourceEventHandlerRegistration
 	for _, sw := range c.scopes {
 		wf := c.factory(informers.WithNamespace(scopeNamespace(sw)))
 		apps := wf.Apps().V1()
-		sw.workloads = []cache.SharedIndexInformer{apps.Deployments().Informer(), apps.ReplicaSets().Informer(), apps.StatefulSets().Informer()}
-		for _, inf := range sw.workloads {
+		kinds := []struct {
+			resource string
+			list     func() error
+			informer func() cache.SharedIndexInformer
+		}{
+			{"deployments", func() error {
+				_, err := c.client.AppsV1().Deployments(scopeNamespace(sw)).List(ctx, metav1.ListOptions{Limit: 1})
+				return err
+			}, apps.Deployments().Informer},
+			{"replicasets", func() error {
+				_, err := c.client.AppsV1().ReplicaSets(scopeNamespace(sw)).List(ctx, metav1.ListOptions{Limit: 1})
+				return err
+			}, apps.ReplicaSets().Informer},
+			{"statefulsets", func() error {
+				_, err := c.client.AppsV1().StatefulSets(scopeNamespace(sw)).List(ctx, metav1.ListOptions{Limit: 1})
+				return err
+			}, apps.StatefulSets().Informer},
+		}
+		for _, k := range kinds {
+			if err := k.list(); err != nil {
+				if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+					c.logger.Warn("workload controllers not watched: pods are grouped by their owners, desired replicas inferred",
+						"resource", k.resource+".apps", "namespace", scopeNamespace(sw), "error", err)
+					continue
+				}
+				return fmt.Errorf("list %s: %w", k.resource, err)
+			}
+			inf := k.informer()
+			sw.workloads = append(sw.workloads, inf)
 			reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 				AddFunc:    func(obj any) { c.onWorkload(sw, obj, false) },
 				UpdateFunc: func(_, obj any) { c.onWorkload(sw, obj, false) },

@@ -2,14 +2,18 @@ package collector_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -105,6 +109,28 @@ func TestDefaultScopeObservesWorkloads(t *testing.T) {
 	for key, w := range got {
 		if w.Kind == "StatefulSet" && w.Deleted && w.Desired() != 0 {
 			t.Errorf("%s: deleted, yet wants %d pods", key, w.Desired())
+		}
+	}
+}
+
+// A collector that may not list the workload controllers (RBAC from before their rules) still
+// becomes ready and observes the pods: it logs the kinds it leaves out and watches the rest.
+func TestWorkloadsForbiddenIsNotFatal(t *testing.T) {
+	srv := natstest.Start(t)
+	d, rs, pod := inferDeployment(3)
+	k := newCluster(t, d, rs, pod)
+	k.client.PrependReactor("list", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "", errors.New("RBAC: access denied"))
+	})
+	everything := ""
+	startCollector(t, k, srv.URL(), testOpts{selector: &everything})
+	waitFor(t, 10*time.Second, "the pod and the ReplicaSet", func() bool {
+		envs := streamEnvelopes(t, srv.URL())
+		return len(ids(envs, events.KindPodStatus)) == 1 && len(ids(envs, events.KindWorkloadStatus)) == 1
+	})
+	for _, e := range streamEnvelopes(t, srv.URL()) {
+		if w, ok := e.Payload.(*events.WorkloadStatus); ok && w.Kind != "ReplicaSet" {
+			t.Errorf("published a %s, which it may not list", w.Kind)
 		}
 	}
 }
