@@ -143,24 +143,11 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 	}
 	pg.checkpoint(ctx)
 
-	srvCtx, stop := context.WithCancel(ctx)
-	bound := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- apiapp.Run(srvCtx, apiapp.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
-			Bound: func(addr string) { bound <- addr }})
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
-	var base string
-	select {
-	case addr := <-bound:
-		base = "http://" + addr
-	case err := <-done:
-		return fmt.Errorf("api: %w", err)
+	base, stop, err := serveAPI(ctx, dbURL, logger)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	direct, err := store.Open(ctx, dbURL, logger, store.WithoutReadCache())
 	if err != nil {
 		return err
@@ -189,6 +176,61 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 		}
 	}
 	return nil
+}
+
+// serveAPI runs the api process (apiapp, as the binary does) on a loopback port over dbURL and
+// returns its base URL and how to stop it.
+func serveAPI(ctx context.Context, dbURL string, logger *slog.Logger) (string, func(), error) {
+	srvCtx, stop := context.WithCancel(ctx)
+	bound := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- apiapp.Run(srvCtx, apiapp.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
+			Bound: func(addr string) { bound <- addr }})
+	}()
+	select {
+	case addr := <-bound:
+		return "http://" + addr, func() { stop(); <-done }, nil
+	case err := <-done:
+		stop()
+		return "", nil, fmt.Errorf("api: %w", err)
+	}
+}
+
+// timedGet asks for url and says how long the whole answer took; an answer other than 200 is
+// an error.
+func timedGet(ctx context.Context, client *http.Client, url string) (time.Duration, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return 0, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return d, body, nil
+}
+
+// latencyFigure is an endpoint's latencies as a figure: its first (warm-up) time apart, p50 and p95
+// of the timed ones.
+func latencyFigure(name string, first time.Duration, ds []time.Duration, target time.Duration) readFigure {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	ms := func(q float64) float64 {
+		return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
+	}
+	return readFigure{Endpoint: name, N: len(ds), FirstMS: float64(first.Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
+		TargetMS: float64(target.Milliseconds())}
 }
 
 // readShape is the eventgen configuration for ro: every run has, per arm, PodsPerArm pods
@@ -298,27 +340,7 @@ func liveRun(ro readOptions, fill readFill) []*events.Envelope {
 // pages, the interruptions over the runs.
 func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iterations int, growLive func(i int) error) ([]readFigure, error) {
 	client := &http.Client{Timeout: 5 * time.Minute}
-	getFrom := func(base, path string) (time.Duration, []byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		d := time.Since(start)
-		if err != nil {
-			return 0, nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-		}
-		return d, body, nil
-	}
+	getFrom := func(base, path string) (time.Duration, []byte, error) { return timedGet(ctx, client, base+path) }
 	get := func(path string) (time.Duration, []byte, error) { return getFrom(base, path) }
 	// Untimed: every page's cursor and the experiment's arm pods.
 	cursors := []string{""}
@@ -419,13 +441,7 @@ func timeReads(ctx context.Context, base, baseBefore string, fill readFill, iter
 	}
 	var out []readFigure
 	for _, name := range readEndpoints {
-		ds := times[name]
-		slices.Sort(ds)
-		ms := func(q float64) float64 {
-			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
-		}
-		out = append(out, readFigure{Endpoint: name, N: len(ds), FirstMS: float64(firsts[name].Microseconds()) / 1000, P50MS: ms(0.5), P95MS: ms(0.95),
-			TargetMS: float64(readTargets[name].Milliseconds())})
+		out = append(out, latencyFigure(name, firsts[name], times[name], readTargets[name]))
 	}
 	return out, nil
 }

@@ -9,10 +9,8 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
-	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
@@ -94,24 +92,11 @@ func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterati
 	}
 	pg.checkpoint(ctx)
 
-	srvCtx, stop := context.WithCancel(ctx)
-	bound := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- apiapp.Run(srvCtx, apiapp.Options{HTTPAddr: "127.0.0.1:0", DatabaseURL: dbURL, Logger: logger.With("component", "api"),
-			Bound: func(addr string) { bound <- addr }})
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
-	var base string
-	select {
-	case addr := <-bound:
-		base = "http://" + addr
-	case err := <-done:
-		return fmt.Errorf("api: %w", err)
+	base, stop, err := serveAPI(ctx, dbURL, logger)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	last := envs[len(envs)-1].OccurredAt
 	q := "?" + url.Values{"from": {cfg.Start.Add(-time.Minute).Format(time.RFC3339)}, "to": {last.Add(time.Minute).Format(time.RFC3339)}}.Encode()
 	paths := []struct{ name, path string }{
@@ -121,21 +106,7 @@ func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterati
 	}
 	client := &http.Client{Timeout: 5 * time.Minute}
 	get := func(path string) (time.Duration, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return 0, err
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		d := time.Since(start)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
-		}
+		d, _, err := timedGet(ctx, client, base+path)
 		return d, err
 	}
 	firsts := map[string]time.Duration{}
@@ -157,13 +128,7 @@ func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterati
 		}
 	}
 	for _, p := range paths {
-		ds := times[p.name]
-		slices.Sort(ds)
-		ms := func(q float64) float64 {
-			return float64(ds[int(math.Ceil(q*float64(len(ds))))-1].Microseconds()) / 1000
-		}
-		r.Figures = append(r.Figures, readFigure{Endpoint: p.name, N: len(ds), FirstMS: float64(firsts[p.name].Microseconds()) / 1000,
-			P50MS: ms(0.5), P95MS: ms(0.95), TargetMS: float64(workloadTarget.Milliseconds())})
+		r.Figures = append(r.Figures, latencyFigure(p.name, firsts[p.name], times[p.name], workloadTarget))
 	}
 	fmt.Fprintf(stdout, "schedlens-bench -workloads: Deployment %s/%s, %d pods, %d disruptions, %d events\n", cfg.Namespace, cfg.Name, r.Pods, r.Disruptions, r.Events)
 	fmt.Fprintf(stdout, "  %-20s %11s %5s %10s %10s %14s\n", "GET", "first", "n", "p50", "p95", "target p95")

@@ -60,6 +60,33 @@ func ReadySpans(snapshots []*events.Envelope, end time.Time) []Span {
 	return spans
 }
 
+// Edge is one pod becoming Ready (Delta +1) or ceasing to be (−1) at At.
+type Edge struct {
+	At    time.Time
+	Delta int
+}
+
+// ReadyEdges are the starts and ends of the pods' Ready spans in time order. At equal times,
+// losses come before gains: a replacement Ready at the very instant its predecessor left is no
+// overlap.
+func ReadyEdges(pods [][]Span) []Edge {
+	var edges []Edge
+	for _, spans := range pods {
+		for _, s := range spans {
+			if s.To.After(s.From) {
+				edges = append(edges, Edge{s.From, +1}, Edge{s.To, -1})
+			}
+		}
+	}
+	slices.SortFunc(edges, func(a, b Edge) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return a.Delta - b.Delta
+	})
+	return edges
+}
+
 // Interruptions finds a service's interruptions from its pods' Ready spans and the send times
 // of its successful requests:
 //   - ReadyBelowDesired: the desired count is the largest Ready count the service held without a
@@ -69,26 +96,7 @@ func ReadySpans(snapshots []*events.Envelope, end time.Time) []Span {
 //     successes longer than minGap.
 func Interruptions(pods [][]Span, successes []time.Time, minGap time.Duration) []Window {
 	var out []Window
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var edges []edge
-	for _, spans := range pods {
-		for _, s := range spans {
-			if s.To.After(s.From) {
-				edges = append(edges, edge{s.From, +1}, edge{s.To, -1})
-			}
-		}
-	}
-	// At equal times, losses before gains: a replacement Ready at the very instant its
-	// predecessor left is no overlap.
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta
-	})
+	edges := ReadyEdges(pods)
 	// The desired count is the largest one the service held without a break for at least
 	// minGap: a surge pod during a rolling update is Ready only for moments.
 	desired := 0
@@ -96,15 +104,15 @@ func Interruptions(pods [][]Span, successes []time.Time, minGap time.Duration) [
 		longest, count := time.Duration(0), 0
 		var since time.Time
 		for i, e := range edges {
-			count += e.delta
-			if i+1 < len(edges) && edges[i+1].at.Equal(e.at) {
+			count += e.Delta
+			if i+1 < len(edges) && edges[i+1].At.Equal(e.At) {
 				continue // settle every change at one instant first
 			}
 			switch {
 			case count >= n && since.IsZero():
-				since = e.at
+				since = e.At
 			case count < n && !since.IsZero():
-				longest = max(longest, e.at.Sub(since))
+				longest = max(longest, e.At.Sub(since))
 				since = time.Time{}
 			}
 		}
@@ -119,17 +127,17 @@ func Interruptions(pods [][]Span, successes []time.Time, minGap time.Duration) [
 		var start time.Time
 		lowest := 0
 		for _, e := range edges {
-			count += e.delta
+			count += e.Delta
 			switch {
 			case count >= desired:
 				if !start.IsZero() {
 					d, r := desired, lowest
-					out = append(out, Window{Kind: ReadyBelowDesired, Start: start, End: e.at, Seconds: e.at.Sub(start).Seconds(), Ready: &r, Desired: &d})
+					out = append(out, Window{Kind: ReadyBelowDesired, Start: start, End: e.At, Seconds: e.At.Sub(start).Seconds(), Ready: &r, Desired: &d})
 					start = time.Time{}
 				}
 				reached = true
 			case reached && start.IsZero():
-				start, lowest = e.at, count
+				start, lowest = e.At, count
 			case !start.IsZero():
 				lowest = min(lowest, count)
 			}

@@ -173,27 +173,30 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, WorkloadPage{From: from, To: to, Workloads: page, NextCursor: next})
 }
 
-func (s *Server) workload(w http.ResponseWriter, r *http.Request) {
+// workloadWindow reads the workload of the path over the request's window; false when it
+// answered the request with a problem.
+func (s *Server) workloadWindow(w http.ResponseWriter, r *http.Request) (report.WorkloadWindow, events.WorkloadRef, bool) {
+	ref := workloadRef(r)
 	from, to, ok := window(w, r)
 	if !ok {
-		return
+		return report.WorkloadWindow{}, ref, false
 	}
-	ref := workloadRef(r)
 	ww, err := s.db.Workload(r.Context(), ref, from, to)
 	if s.failed(w, r, err, "Unknown workload", fmt.Sprintf("no pod of %s lived from %s to %s", ref, from.Format(time.RFC3339), to.Format(time.RFC3339))) {
-		return
+		return ww, ref, false
 	}
-	writeJSON(w, ww)
+	return ww, ref, true
+}
+
+func (s *Server) workload(w http.ResponseWriter, r *http.Request) {
+	if ww, _, ok := s.workloadWindow(w, r); ok {
+		writeJSON(w, ww)
+	}
 }
 
 func (s *Server) workloadTrace(w http.ResponseWriter, r *http.Request) {
-	from, to, ok := window(w, r)
+	ww, ref, ok := s.workloadWindow(w, r)
 	if !ok {
-		return
-	}
-	ref := workloadRef(r)
-	ww, err := s.db.Workload(r.Context(), ref, from, to)
-	if s.failed(w, r, err, "Unknown workload", fmt.Sprintf("no pod of %s lived from %s to %s", ref, from.Format(time.RFC3339), to.Format(time.RFC3339))) {
 		return
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", fmt.Sprintf("%s-%s-%s.trace.json", ref.Namespace, strings.ToLower(ref.Kind), ref.Name)))

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
@@ -217,25 +216,5 @@ func changed(b BeforeAfter) []string {
 
 // latenciesOf reads the latency histogram of each pod.
 func (db *DB) latenciesOf(ctx context.Context, uids []string) (map[string]map[int32]int64, error) {
-	rows, err := db.pool.Query(ctx, `SELECT pod_uid, bucket, count FROM pod_latency WHERE pod_uid = ANY($1)`, uids)
-	if err != nil {
-		return nil, fmt.Errorf("read latencies: %w", err)
-	}
-	out := map[string]map[int32]int64{}
-	var (
-		uid    string
-		bucket int32
-		n      int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&uid, &bucket, &n}, func() error {
-		if out[uid] == nil {
-			out[uid] = map[int32]int64{}
-		}
-		out[uid][bucket] = n
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read latencies: %w", err)
-	}
-	return out, nil
+	return scanLatencies(db.pool.Query(ctx, `SELECT pod_uid, bucket, count FROM pod_latency WHERE pod_uid = ANY($1)`, uids))
 }

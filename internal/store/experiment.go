@@ -240,13 +240,20 @@ func (db *DB) podLatencies(ctx context.Context, name, namespace string) (map[str
 		SELECT l.pod_uid, l.bucket, l.count
 		FROM pod_latency l JOIN pods p ON p.uid = l.pod_uid
 		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)`, name, namespace)
+	return scanLatencies(rows, err)
+}
+
+// scanLatencies collects (pod, bucket, count) rows into each pod's latency histogram.
+func scanLatencies(rows pgx.Rows, err error) (map[string]map[int32]int64, error) {
 	if err != nil {
-		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+		return nil, fmt.Errorf("read latencies: %w", err)
 	}
 	out := map[string]map[int32]int64{}
-	var uid string
-	var bucket int32
-	var n int64
+	var (
+		uid    string
+		bucket int32
+		n      int64
+	)
 	_, err = pgx.ForEachRow(rows, []any{&uid, &bucket, &n}, func() error {
 		if out[uid] == nil {
 			out[uid] = map[int32]int64{}
@@ -255,7 +262,7 @@ func (db *DB) podLatencies(ctx context.Context, name, namespace string) (map[str
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read latencies of %s: %w", name, err)
+		return nil, fmt.Errorf("read latencies: %w", err)
 	}
 	return out, nil
 }

@@ -197,15 +197,7 @@ func (db *DB) podConditions(ctx context.Context, tx pgx.Tx, pods []workload.Pod,
 			p.FailedScheduling = append(p.FailedScheduling, report.SchedulingFailure{At: at, Note: deref(text)})
 			return nil
 		}
-		ps := &events.PodStatus{Phase: phase, Deleted: deleted}
-		if ready != nil {
-			ps.Conditions = []events.Condition{{Type: "Ready", Status: *ready}}
-		}
-		if terminating {
-			t := at
-			ps.DeletionTimestamp = &t
-		}
-		snaps[uid] = append(snaps[uid], &events.Envelope{Kind: events.KindPodStatus, OccurredAt: at, Payload: ps})
+		snaps[uid] = append(snaps[uid], readySnapshot(at, phase, ready, terminating, deleted))
 		if text != nil && p.Target == nil {
 			p.Target = &workload.Target{Reason: *text, At: at}
 		}

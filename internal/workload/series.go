@@ -35,35 +35,18 @@ func (s series) at(t time.Time) int {
 	return s.steps[i-1].v
 }
 
-// readySeries is how many of the spans' pods were Ready over time. At one instant a loss counts
-// before a gain: a replacement Ready at the very moment its predecessor left is no overlap.
+// readySeries is how many of the spans' pods were Ready over time (align.ReadyEdges, every
+// change at one instant settled into one step).
 func readySeries(spans [][]align.Span) series {
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var edges []edge
-	for _, ss := range spans {
-		for _, s := range ss {
-			if s.To.After(s.From) {
-				edges = append(edges, edge{s.From, +1}, edge{s.To, -1})
-			}
-		}
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return a.delta - b.delta
-	})
+	edges := align.ReadyEdges(spans)
 	var out series
 	n := 0
 	for i, e := range edges {
-		n += e.delta
-		if i+1 < len(edges) && edges[i+1].at.Equal(e.at) {
+		n += e.Delta
+		if i+1 < len(edges) && edges[i+1].At.Equal(e.At) {
 			continue // settle every change at one instant first
 		}
-		out.steps = append(out.steps, step{e.at, n})
+		out.steps = append(out.steps, step{e.At, n})
 	}
 	return out
 }
