@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
