@@ -168,7 +168,7 @@ func (u *UI) disruptions(w http.ResponseWriter, r *http.Request) {
 		u.internal(w, r, err)
 		return
 	}
-	v := disruptionsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: "/v1/disruptions?" + r.URL.RawQuery}
+	v := disruptionsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: withQuery("/v1/disruptions", apiQuery(q))}
 	_, v.Rows = marks(ds, nil, win.From, win.To)
 	slices.Reverse(v.Rows) // newest first, as the API lists them
 	u.render(w, r, "disruptions.html", page{Title: "Disruptions", View: v})

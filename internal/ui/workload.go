@@ -61,17 +61,22 @@ func (u *UI) window(w http.ResponseWriter, r *http.Request) (windowForm, bool) {
 		return windowForm{}, false
 	}
 	f := windowForm{From: from, To: to, FromQ: q.Get("from"), ToQ: q.Get("to"), Span: to.Sub(from).Round(time.Second).String()}
-	for _, p := range []string{"-1h", "-6h", "-24h", "-7d"} {
-		qq := url.Values{}
-		maps.Copy(qq, q)
-		qq.Del("partial")
+	for _, p := range []struct{ from, label string }{{"-1h", "last hour"}, {"-6h", "last 6 h"}, {"-24h", "last 24 h"}, {"-7d", "last 7 days"}} {
+		qq := apiQuery(q)
 		qq.Del("to")
-		qq.Set("from", p)
-		f.Presets = append(f.Presets, preset{Label: "last " + strings.TrimPrefix(strings.Replace(p, "h", " h", 1), "-"),
-			URL: r.URL.Path + "?" + qq.Encode(), Current: f.FromQ == p && f.ToQ == ""})
+		qq.Set("from", p.from)
+		f.Presets = append(f.Presets, preset{Label: p.label, URL: withQuery(r.URL.Path, qq), Current: f.FromQ == p.from && f.ToQ == ""})
 	}
-	f.Presets[3].Label = "last 7 days"
 	return f, true
+}
+
+// apiQuery is a page's query without what only the UI reads (partial): what the API's JSON of
+// the same view takes.
+func apiQuery(q url.Values) url.Values {
+	out := url.Values{}
+	maps.Copy(out, q)
+	out.Del("partial")
+	return out
 }
 
 // windowQuery is the query of the window [from, to] in RFC 3339.
@@ -131,7 +136,7 @@ func (u *UI) workloads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep := keepWindow(q)
-	v := workloadsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: "/v1/workloads?" + r.URL.RawQuery}
+	v := workloadsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: withQuery("/v1/workloads", apiQuery(q))}
 	dq := url.Values{}
 	maps.Copy(dq, keep)
 	if f.Namespace != "" {
