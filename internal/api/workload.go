@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,79 +15,26 @@ import (
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/trace"
+	"github.com/schedlens/schedlens/internal/window"
 )
 
 // DefaultWindow is the window a workload or disruption read covers when from is not given.
-const DefaultWindow = 24 * time.Hour
+const DefaultWindow = window.Default
 
 // MaxWindow bounds a window: a read looks at every pod alive in it.
-const MaxWindow = 31 * 24 * time.Hour
+const MaxWindow = window.Max
 
 // ParseTime reads a window bound: RFC 3339, "now", or a duration before now ("-6h", "-90m",
-// "-2d"; d is 24 hours).
-func ParseTime(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "now":
-		return now, nil
-	case strings.HasPrefix(s, "-"):
-		d, err := parseAgo(s[1:])
-		if err != nil {
-			return time.Time{}, err
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("want RFC 3339 (2026-12-01T02:00:00Z), now, or a time before now (-6h, -90m, -2d), got %q", s)
-	}
-	return t.UTC(), nil
-}
+// "-2d"; d is 24 hours). It is window.ParseTime, which the web UI reads its windows with too.
+func ParseTime(s string, now time.Time) (time.Time, error) { return window.ParseTime(s, now) }
 
-func parseAgo(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.ParseFloat(n, 64)
-		if err != nil || days < 0 {
-			return 0, fmt.Errorf("want a number of days before now, got %q", "-"+s)
-		}
-		return time.Duration(days * float64(24*time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("want a duration before now (-6h, -90m, -2d), got %q", "-"+s)
-	}
-	return d, nil
-}
-
-// window reads from and to (default: the last DefaultWindow); a bad bound, an empty window or
+// readWindow reads from and to (default: the last DefaultWindow); a bad bound, an empty window or
 // one longer than MaxWindow is a 400.
-func window(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
-	now := time.Now().UTC()
+func readWindow(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok bool) {
 	q := r.URL.Query()
-	to = now
-	if v := q.Get("to"); v != "" {
-		t, err := ParseTime(v, now)
-		if err != nil {
-			problem(w, http.StatusBadRequest, "Bad window", "to: "+err.Error())
-			return from, to, false
-		}
-		to = t
-	}
-	from = to.Add(-DefaultWindow)
-	if v := q.Get("from"); v != "" {
-		t, err := ParseTime(v, now)
-		if err != nil {
-			problem(w, http.StatusBadRequest, "Bad window", "from: "+err.Error())
-			return from, to, false
-		}
-		from = t
-	}
-	switch {
-	case !from.Before(to):
-		problem(w, http.StatusBadRequest, "Bad window", fmt.Sprintf("from (%s) must be before to (%s)", from.Format(time.RFC3339), to.Format(time.RFC3339)))
-		return from, to, false
-	case to.Sub(from) > MaxWindow:
-		problem(w, http.StatusBadRequest, "Bad window", fmt.Sprintf("a window is at most %s; this one is %s", MaxWindow, to.Sub(from).Round(time.Second)))
+	from, to, err := window.Parse(q.Get("from"), q.Get("to"), time.Now().UTC())
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad window", err.Error())
 		return from, to, false
 	}
 	return from, to, true
@@ -155,7 +101,7 @@ func afterCursor[T any](w http.ResponseWriter, r *http.Request, items []T, key f
 }
 
 func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
-	from, to, ok := window(w, r)
+	from, to, ok := readWindow(w, r)
 	if !ok {
 		return
 	}
@@ -177,7 +123,7 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 // answered the request with a problem.
 func (s *Server) workloadWindow(w http.ResponseWriter, r *http.Request) (report.WorkloadWindow, events.WorkloadRef, bool) {
 	ref := workloadRef(r)
-	from, to, ok := window(w, r)
+	from, to, ok := readWindow(w, r)
 	if !ok {
 		return report.WorkloadWindow{}, ref, false
 	}
@@ -204,7 +150,7 @@ func (s *Server) workloadTrace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
-	from, to, ok := window(w, r)
+	from, to, ok := readWindow(w, r)
 	if !ok {
 		return
 	}
@@ -249,7 +195,7 @@ func parseSide(name, v string, now time.Time) (store.Side, error) {
 }
 
 func (s *Server) workloadComparison(w http.ResponseWriter, r *http.Request) {
-	from, to, ok := window(w, r)
+	from, to, ok := readWindow(w, r)
 	if !ok {
 		return
 	}

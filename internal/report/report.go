@@ -17,8 +17,8 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // RunDetail is everything a run's timeline draws: its pods, the pods they preempted from outside
-// the run, each pod's scheduling failures and GPU samples, the arms' service interruptions and
-// the node changes (cordon, NotReady, rejoin) while the run lasted.
+// the run, each pod's scheduling failures and GPU samples, the arms' service interruptions, the
+// node changes (cordon, NotReady, rejoin) while the run lasted and the disruptions found.
 type RunDetail struct {
 	Experiment string
 	Namespace  string // "" when the run's pods of every namespace are pooled
@@ -36,9 +36,11 @@ type RunDetail struct {
 	// NodeChanges are the changes of the nodes' schedulability and readiness while the run
 	// lasted (from its first pod's creation to its last observation).
 	NodeChanges []NodeChange
-	// Scenarios names the disruption scenario of an arm whose pods carry the
-	// schedlens.io/scenario label (rolling-update, drain, node-rejoin).
-	Scenarios map[string]string
+	// Disruptions are what happened to the run's pods and the pods they preempted, as
+	// workload.Detect finds them from the pods, their controllers and the nodes, newest first.
+	// Requests are not read for them: their NoSuccessSeconds are nil (the arms' Interruptions
+	// hold the gaps between successes).
+	Disruptions []Disruption
 	// From and To bound the run: its own pods' first creation (or sighting) and last
 	// observation (pods Outside may start earlier).
 	From, To time.Time
@@ -212,6 +214,14 @@ type Replacement struct {
 type CountPoint struct {
 	At    time.Time `json:"at"`
 	Count int       `json:"count"`
+}
+
+// WorkloadFilter narrows a read of workloads and disruptions.
+type WorkloadFilter struct {
+	Namespace string // "": every namespace
+	Kind      string // a workload kind as Kubernetes writes it ("": any)
+	Name      string // with Kind, one workload
+	Node      string // disruptions on this node only
 }
 
 // WorkloadSummary is a workload as the list of a window shows it.

@@ -11,13 +11,14 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/workload"
 )
 
 // report.RunDetail reads a run of an experiment (its pods in namespace; all when empty). ErrNotFound
 // when the run has no pods.
 func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error) {
 	d := report.RunDetail{Experiment: experiment, Namespace: namespace, Run: run,
-		FailedScheduling: map[string][]report.SchedulingFailure{}, GPU: map[string][]report.GPUPoint{}, Scenarios: map[string]string{}}
+		FailedScheduling: map[string][]report.SchedulingFailure{}, GPU: map[string][]report.GPUPoint{}}
 	cursor := ""
 	for {
 		page, err := db.ListPods(ctx, PodFilter{Experiment: experiment, Run: run, Namespace: namespace}, MaxPage, cursor)
@@ -61,17 +62,75 @@ func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) 
 	for _, p := range d.Outside {
 		all = append(all, p.Pod.UID)
 	}
-	if err := db.podSeries(ctx, all, &d); err != nil {
+	facts := newPodFacts()
+	if err := db.podSeries(ctx, all, &d, facts); err != nil {
 		return d, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
 	}
 	d.From, d.To = span(d.Pods)
 	if d.Interruptions, err = db.RunInterruptions(ctx, experiment, namespace, run, align.DefaultMinGap); err != nil {
 		return d, err
 	}
-	if d.NodeChanges, err = db.nodeChanges(ctx, d.From, d.To); err != nil {
+	// Detection looks back for what a disruption began with (a node cordoned before the run);
+	// the run shows the node changes while it lasted.
+	nodes, err := db.nodeChanges(ctx, d.From.Add(-Lookback), d.To)
+	if err != nil {
 		return d, err
 	}
+	d.NodeChanges = slices.DeleteFunc(slices.Clone(nodes), func(c report.NodeChange) bool { return c.At.Before(d.From) })
+	if d.Disruptions, err = db.runDisruptions(ctx, d, nodes, facts); err != nil {
+		return d, fmt.Errorf("find the disruptions of run %s/%s: %w", experiment, run, err)
+	}
 	return d, nil
+}
+
+// runDisruptions finds the disruptions of a run's pods and the pods they preempted
+// (workload.Detect over the run's span): each pod with its workload and revision and the facts
+// podSeries read of its events, the states of their workloads' controllers and the nodes'
+// changes.
+func (db *DB) runDisruptions(ctx context.Context, d report.RunDetail, nodes []report.NodeChange, facts *podFacts) ([]report.Disruption, error) {
+	in := workload.Input{From: d.From, To: d.To, MinGap: align.DefaultMinGap, Nodes: nodes}
+	all := append(slices.Clone(d.Pods), d.Outside...)
+	uids := make([]string, len(all))
+	for i, p := range all {
+		uids[i] = p.Pod.UID
+	}
+	type ref struct {
+		w   events.WorkloadRef
+		rev string
+	}
+	refs := map[string]ref{}
+	rows, err := db.pool.Query(ctx, `
+		SELECT uid, namespace, COALESCE(workload_kind, 'Pod'), COALESCE(workload_name, name), COALESCE(revision, '')
+		FROM pods WHERE uid = ANY($1)`, uids)
+	if err != nil {
+		return nil, fmt.Errorf("read the pods' workloads: %w", err)
+	}
+	var uid string
+	var r ref
+	if _, err := pgx.ForEachRow(rows, []any{&uid, &r.w.Namespace, &r.w.Kind, &r.w.Name, &r.rev}, func() error {
+		refs[uid] = r
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the pods' workloads: %w", err)
+	}
+	seen := map[events.WorkloadRef]bool{}
+	var ws []events.WorkloadRef
+	for _, p := range all {
+		r, ok := refs[p.Pod.UID]
+		if !ok {
+			r.w = events.WorkloadRef{Namespace: p.Pod.Namespace, Kind: "Pod", Name: p.Pod.Name}
+		}
+		in.Pods = append(in.Pods, workload.Pod{Summary: p, Workload: r.w, Revision: r.rev})
+		if !seen[r.w] {
+			seen[r.w] = true
+			ws = append(ws, r.w)
+		}
+	}
+	facts.fill(in.Pods, d.To)
+	if in.States, err = statesOf(ctx, db.pool, ws, d.From.Add(-Lookback), d.To); err != nil {
+		return nil, err
+	}
+	return workload.Detect(in), nil
 }
 
 // MaxPage is the largest page ListPods is asked for internally.
@@ -102,45 +161,41 @@ func span(pods []align.Summary) (from, to time.Time) {
 	return from, to
 }
 
-// podSeries reads the FailedScheduling occurrences, GPU samples and scenario labels of pods.
-func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail) error {
-	arm := map[string]string{}
-	for _, p := range d.Pods {
-		arm[p.Pod.UID] = deref(p.Experiment.Arm)
-	}
+// podSeries reads the FailedScheduling occurrences and GPU samples of pods into d, and what
+// detection reads of their snapshots into facts: one pass over their events.
+func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail, facts *podFacts) error {
 	rows, err := db.pool.Query(ctx, `
-		SELECT pod_uid, kind, occurred_at,
-		       CASE kind WHEN 'k8s_event' THEN envelope->'data'->>'note'
-		                 WHEN 'pod_status' THEN envelope->'data'->'labels'->>$2 END,
-		       (envelope->'data'->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8
-		FROM events
-		WHERE pod_uid = ANY($1) AND (
-		      (kind = 'k8s_event' AND envelope->'data'->>'reason' = 'FailedScheduling')
-		   OR (kind = 'gpu_sample' AND envelope->'data'->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
-		   OR (kind = 'pod_status' AND envelope->'data'->'labels' ? $2))
-		ORDER BY occurred_at, id COLLATE "C"`, uids, events.LabelScenario)
+		SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note',
+		       (e.envelope->'data'->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
+		FROM events e
+		WHERE e.pod_uid = ANY($1) AND (
+		      (e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling')
+		   OR (e.kind = 'gpu_sample' AND e.envelope->'data'->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
+		   OR e.kind = 'pod_status')
+		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
 	if err != nil {
 		return err
 	}
 	var (
 		uid, kind string
 		at        time.Time
-		text      *string
+		note      *string
 		util      *float64
+		s         snapshot
 	)
-	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &text, &util}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &note, &util, &s.phase, &s.ready, &s.terminating, &s.deleted, &s.target}, func() error {
 		at = at.UTC()
 		switch kind {
 		case string(events.KindK8sEvent):
-			d.FailedScheduling[uid] = append(d.FailedScheduling[uid], report.SchedulingFailure{At: at, Note: deref(text)})
+			f := report.SchedulingFailure{At: at, Note: deref(note)}
+			d.FailedScheduling[uid] = append(d.FailedScheduling[uid], f)
+			facts.failures[uid] = append(facts.failures[uid], f)
 		case string(events.KindGPUSample):
 			if util != nil {
 				d.GPU[uid] = append(d.GPU[uid], report.GPUPoint{At: at, Util: *util})
 			}
 		case string(events.KindPodStatus):
-			if a, ok := arm[uid]; ok && text != nil && *text != "" {
-				d.Scenarios[a] = *text
-			}
+			facts.snapshot(uid, at, s)
 		}
 		return nil
 	})

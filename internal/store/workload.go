@@ -82,13 +82,9 @@ func (db *DB) backfillWorkloads(ctx context.Context) (int, error) {
 	}
 }
 
-// WorkloadFilter narrows a read of workloads and disruptions.
-type WorkloadFilter struct {
-	Namespace string // "": every namespace
-	Kind      string // a workload kind as Kubernetes writes it ("": any)
-	Name      string // with Kind, one workload
-	Node      string // disruptions on this node only
-}
+// WorkloadFilter narrows a read of workloads and disruptions (report.WorkloadFilter: the web UI
+// names it without importing the store).
+type WorkloadFilter = report.WorkloadFilter
 
 // Lookback is how long before a window's start a read looks for what a disruption overlapping
 // the window began with: a drain cordoned up to an hour earlier is still found.
@@ -150,30 +146,72 @@ type extraCols struct {
 
 func (e *extraCols) Scan(dest ...any) error { return e.rows.Scan(append(dest, e.extra...)...) }
 
-// podConditions fills in each pod's Ready spans (align.ReadySpans, from what it reads of each
-// snapshot: phase, Ready, terminating, deleted), its DisruptionTarget condition (the first
-// snapshot showing it True) and its FailedScheduling notes.
-func (db *DB) podConditions(ctx context.Context, tx pgx.Tx, pods []workload.Pod, to time.Time) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	byUID := make(map[string]*workload.Pod, len(pods))
-	uids := make([]string, len(pods))
-	for i := range pods {
-		byUID[pods[i].Pod.UID], uids[i] = &pods[i], pods[i].Pod.UID
-	}
-	snaps := map[string][]*events.Envelope{}
-	rows, err := tx.Query(ctx, `
-		SELECT e.pod_uid, e.kind, e.occurred_at,
-		       COALESCE(e.envelope->'data'->>'phase', ''),
+// snapshotColumns are what detection reads of a pod_status event e, in SQL (decoding whole
+// envelopes dominated the cost of a large read): phase, the Ready condition's status,
+// terminating, deleted, and the DisruptionTarget condition's reason when it is True.
+const snapshotColumns = `COALESCE(e.envelope->'data'->>'phase', ''),
 		       (SELECT c->>'status' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
 		         WHERE c->>'type' = 'Ready' LIMIT 1),
 		       e.envelope->'data'->>'deletion_timestamp' IS NOT NULL,
 		       COALESCE((e.envelope->'data'->>'deleted')::boolean, false),
-		       CASE e.kind WHEN 'pod_status' THEN
-		           (SELECT c->>'reason' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
-		             WHERE c->>'type' = 'DisruptionTarget' AND c->>'status' = 'True' LIMIT 1)
-		       ELSE e.envelope->'data'->>'note' END
+		       (SELECT c->>'reason' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
+		         WHERE c->>'type' = 'DisruptionTarget' AND c->>'status' = 'True' LIMIT 1)`
+
+// snapshot is what snapshotColumns read of one pod_status.
+type snapshot struct {
+	phase                string
+	ready, target        *string
+	terminating, deleted bool
+}
+
+// podFacts gathers, event by event in time order, what detection reads of pods besides their
+// timeline summaries: their snapshots, DisruptionTarget conditions and FailedScheduling notes.
+type podFacts struct {
+	snaps    map[string][]*events.Envelope
+	targets  map[string]*workload.Target
+	failures map[string][]report.SchedulingFailure
+}
+
+func newPodFacts() *podFacts {
+	return &podFacts{snaps: map[string][]*events.Envelope{}, targets: map[string]*workload.Target{}, failures: map[string][]report.SchedulingFailure{}}
+}
+
+// snapshot adds pod uid's snapshot at at.
+func (f *podFacts) snapshot(uid string, at time.Time, s snapshot) {
+	f.snaps[uid] = append(f.snaps[uid], readySnapshot(at, s.phase, s.ready, s.terminating, s.deleted))
+	if s.target != nil && f.targets[uid] == nil {
+		f.targets[uid] = &workload.Target{Reason: *s.target, At: at}
+	}
+}
+
+// fill sets each pod's Ready spans (align.ReadySpans; a pod not seen to end stays as it was
+// last seen until to), its DisruptionTarget condition (the first snapshot showing it True) and
+// its FailedScheduling notes.
+func (f *podFacts) fill(pods []workload.Pod, to time.Time) {
+	for i := range pods {
+		p := &pods[i]
+		end := to
+		if p.Milestones.Ended != nil && p.Milestones.Ended.Before(end) {
+			end = *p.Milestones.Ended
+		}
+		p.Ready = align.ReadySpans(f.snaps[p.Pod.UID], end)
+		p.Target = f.targets[p.Pod.UID]
+		p.FailedScheduling = f.failures[p.Pod.UID]
+	}
+}
+
+// podConditions fills in each pod's Ready spans, DisruptionTarget condition and FailedScheduling
+// notes (podFacts.fill) from its events.
+func (db *DB) podConditions(ctx context.Context, q querier, pods []workload.Pod, to time.Time) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	uids := make([]string, len(pods))
+	for i := range pods {
+		uids[i] = pods[i].Pod.UID
+	}
+	rows, err := q.Query(ctx, `
+		SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note', `+snapshotColumns+`
 		FROM events e
 		WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status'
 		UNION ALL
@@ -184,42 +222,32 @@ func (db *DB) podConditions(ctx context.Context, tx pgx.Tx, pods []workload.Pod,
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
 	}
+	f := newPodFacts()
 	var (
-		uid, kind, phase     string
-		at                   time.Time
-		ready, text          *string
-		terminating, deleted bool
+		uid, kind string
+		at        time.Time
+		note      *string
+		s         snapshot
 	)
-	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &phase, &ready, &terminating, &deleted, &text}, func() error {
-		p := byUID[uid]
+	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &note, &s.phase, &s.ready, &s.terminating, &s.deleted, &s.target}, func() error {
 		at = at.UTC()
 		if kind == string(events.KindK8sEvent) {
-			p.FailedScheduling = append(p.FailedScheduling, report.SchedulingFailure{At: at, Note: deref(text)})
+			f.failures[uid] = append(f.failures[uid], report.SchedulingFailure{At: at, Note: deref(note)})
 			return nil
 		}
-		snaps[uid] = append(snaps[uid], readySnapshot(at, phase, ready, terminating, deleted))
-		if text != nil && p.Target == nil {
-			p.Target = &workload.Target{Reason: *text, At: at}
-		}
+		f.snapshot(uid, at, s)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
 	}
-	for i := range pods {
-		p := &pods[i]
-		end := to // a pod not seen to end stays as it was last seen until the window's end
-		if p.Milestones.Ended != nil && p.Milestones.Ended.Before(end) {
-			end = *p.Milestones.Ended
-		}
-		p.Ready = align.ReadySpans(snaps[p.Pod.UID], end)
-	}
+	f.fill(pods, to)
 	return nil
 }
 
 // workloadStates reads the states of f's controllers observed in [since, to], and each one's
 // last state before since (what it wanted when the window began).
-func workloadStates(ctx context.Context, tx pgx.Tx, f WorkloadFilter, since, to time.Time) ([]workload.State, error) {
+func workloadStates(ctx context.Context, q querier, f WorkloadFilter, since, to time.Time) ([]workload.State, error) {
 	// A Deployment's ReplicaSets name their revisions: read them with it.
 	kinds := []string{}
 	if f.Kind != "" {
@@ -228,16 +256,45 @@ func workloadStates(ctx context.Context, tx pgx.Tx, f WorkloadFilter, since, to 
 			kinds = append(kinds, events.WorkloadReplicaSet)
 		}
 	}
-	rows, err := tx.Query(ctx, `
+	return readStates(ctx, q, `
 		WITH scope AS (
 			SELECT * FROM workload_states
-			WHERE ($1 = '' OR namespace = $1) AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
-			  AND ($3 = '' OR name = $3 OR kind = 'ReplicaSet' AND status->'owner'->>'name' = $3))
-		(SELECT occurred_at, status::text FROM scope WHERE occurred_at BETWEEN $4 AND $5)
+			WHERE ($3 = '' OR namespace = $3) AND (cardinality($4::text[]) = 0 OR kind = ANY($4))
+			  AND ($5 = '' OR name = $5 OR kind = 'ReplicaSet' AND status->'owner'->>'name' = $5))`,
+		since, to, f.Namespace, kinds, f.Name)
+}
+
+// statesOf reads the states of the controllers of the workloads ws (a Deployment's with its
+// ReplicaSets') observed in [since, to], and each one's last state before since.
+func statesOf(ctx context.Context, q querier, ws []events.WorkloadRef, since, to time.Time) ([]workload.State, error) {
+	var nss, kinds, names []string
+	for _, w := range ws {
+		if w.Kind != "Pod" { // a bare pod has no controller
+			nss, kinds, names = append(nss, w.Namespace), append(kinds, w.Kind), append(names, w.Name)
+		}
+	}
+	if len(nss) == 0 {
+		return nil, nil
+	}
+	return readStates(ctx, q, `
+		WITH refs AS (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]) AS r(namespace, kind, name)),
+		scope AS (
+			SELECT s.* FROM workload_states s JOIN refs r ON s.namespace = r.namespace
+			  AND (s.kind = r.kind AND s.name = r.name
+			       OR r.kind = 'Deployment' AND s.kind = 'ReplicaSet' AND s.status->'owner'->>'name' = r.name))`,
+		since, to, nss, kinds, names)
+}
+
+// readStates reads the states of the controllers in scope (a WITH clause defining it, whose
+// arguments follow since and to as $3…) observed in [since, to] ($1, $2), and each one's last
+// state before since.
+func readStates(ctx context.Context, q querier, scope string, since, to time.Time, args ...any) ([]workload.State, error) {
+	rows, err := q.Query(ctx, scope+`
+		(SELECT occurred_at, status::text FROM scope WHERE occurred_at BETWEEN $1 AND $2)
 		UNION ALL
-		(SELECT DISTINCT ON (namespace, kind, name) occurred_at, status::text FROM scope WHERE occurred_at < $4
+		(SELECT DISTINCT ON (namespace, kind, name) occurred_at, status::text FROM scope WHERE occurred_at < $1
 		 ORDER BY namespace, kind, name, occurred_at DESC)
-		ORDER BY 1`, f.Namespace, kinds, f.Name, since, to)
+		ORDER BY 1`, append([]any{since, to}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("read the workloads' states: %w", err)
 	}

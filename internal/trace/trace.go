@@ -100,11 +100,7 @@ func Build(d report.RunDetail) Trace {
 		}
 	}
 	for _, arm := range arms {
-		name := "arm " + arm
-		if s := d.Scenarios[arm]; s != "" {
-			name = "scenario " + s
-		}
-		add(name, byArm[arm], windows[arm])
+		add("arm "+arm, byArm[arm], windows[arm])
 	}
 	if len(d.Outside) > 0 {
 		add(OutsideProcess, d.Outside, nil)

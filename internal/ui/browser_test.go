@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
@@ -23,6 +24,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pipetest"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/internal/ui"
 )
@@ -230,6 +232,16 @@ func TestBrowserViews(t *testing.T) {
 		traceHref := eval[string](t, ctx, `document.querySelector('[data-trace-link]').getAttribute('href')`)
 		if !strings.HasSuffix(traceHref, "/v1/experiments/day20/runs/1/trace.json") {
 			t.Errorf("trace link %q", traceHref)
+		}
+		// Disruptions come from the domain (workload.Detect over the run's pods): a numbered
+		// flag each, the same as the table's rows; the run's preemptions among them.
+		flags := eval[[]hooked](t, ctx, readHooked(`#timeline g.disruption`))
+		rows := eval[[]hooked](t, ctx, readHooked(`#disruptions tbody tr`))
+		if diff := cmp.Diff(rows, flags, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("disruption flags (-table +chart):\n%s", diff)
+		}
+		if !slices.ContainsFunc(flags, func(h hooked) bool { return h.Kind == report.DisruptionPreemption && h.ID != "" }) {
+			t.Errorf("no preemption among the run's disruptions %+v", flags)
 		}
 		screenshot(t, ctx, "run-timeline")
 

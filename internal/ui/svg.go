@@ -82,3 +82,46 @@ func fmtOffset(s, span float64) string {
 }
 
 func sec(from, t time.Time) float64 { return t.Sub(from).Seconds() }
+
+// clockTicks picks round times of day in [from, to] (about count of them).
+func clockTicks(from, to time.Time, count int) []time.Time {
+	span := to.Sub(from)
+	if span <= 0 || count < 1 {
+		return []time.Time{from}
+	}
+	// Each step divides a day, so ticks fall on round times of day (UTC).
+	steps := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour}
+	step := steps[len(steps)-1]
+	for _, s := range steps {
+		if s*time.Duration(count) >= span {
+			step = s
+			break
+		}
+	}
+	for step*time.Duration(count) < span { // longer than count days: whole days
+		step += 24 * time.Hour
+	}
+	var out []time.Time
+	t := from.UTC().Truncate(step)
+	if t.Before(from) {
+		t = t.Add(step)
+	}
+	for ; !t.After(to); t = t.Add(step) {
+		out = append(out, t)
+	}
+	return out
+}
+
+// fmtClock labels a clock tick for an axis spanning span.
+func fmtClock(t time.Time, span time.Duration) string {
+	t = t.UTC()
+	switch {
+	case span >= 36*time.Hour:
+		return t.Format("Jan 2 15:04")
+	case span >= 10*time.Minute:
+		return t.Format("15:04")
+	}
+	return t.Format("15:04:05")
+}

@@ -9,7 +9,11 @@
 //   - /ui/experiments/{name} — the comparison as a forest plot, breaches, placement;
 //   - /ui/experiments/{name}/arms/{arm} — the runs and pods behind an arm's intervals;
 //   - /ui/experiments/{name}/runs/{run} — the run timeline, one lane per pod;
-//   - /ui/pods/{uid} — one pod at full detail.
+//   - /ui/pods/{uid} — one pod at full detail;
+//   - /ui/workloads — every workload with pods in a time window;
+//   - /ui/workloads/{namespace}/{kind}/{name} — one workload over a window, a lane per pod
+//     grouped by revision, with its disruptions and desired-vs-Ready;
+//   - /ui/disruptions — the disruptions of a window, each linking to the time around it.
 package ui
 
 import (
@@ -30,6 +34,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
 )
 
@@ -42,7 +47,8 @@ var staticFS embed.FS
 // Prefix is where the api mounts the UI.
 const Prefix = "/ui"
 
-// Reader is what the UI reads: the store's reports, timelines and comparisons (*store.DB).
+// Reader is what the UI reads: the store's reports, timelines, comparisons, workloads and
+// disruptions (*store.DB).
 type Reader interface {
 	Experiments(ctx context.Context) ([]report.ExperimentInfo, error)
 	Experiment(ctx context.Context, name string) (report.ExperimentInfo, error)
@@ -53,6 +59,9 @@ type Reader interface {
 	RunVersion(ctx context.Context, experiment, namespace, run string) (string, error)
 	Timeline(ctx context.Context, uid string) (align.Timeline, error)
 	PodSeries(ctx context.Context, uid string) (report.PodSeries, error)
+	Workloads(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.WorkloadSummary, error)
+	Workload(ctx context.Context, w events.WorkloadRef, from, to time.Time) (report.WorkloadWindow, error)
+	Disruptions(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.Disruption, error)
 }
 
 // UI serves the web UI.
@@ -90,6 +99,9 @@ func New(db Reader, logger *slog.Logger) (http.Handler, error) {
 	r.Get("/experiments/{name}/runs/{run}", u.run)
 	r.Get("/experiments/{name}/runs/{run}/version", u.runVersion)
 	r.Get("/pods/{uid}", u.pod)
+	r.Get("/workloads", u.workloads)
+	r.Get("/workloads/{namespace}/{kind}/{name}", u.workload)
+	r.Get("/disruptions", u.disruptions)
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheable(http.FileServerFS(static))))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, http.StatusNotFound, "Not found", "There is no page at "+r.URL.Path+".")

@@ -68,10 +68,17 @@
     if (!svg) return null;
     return { svg: svg, from: parseFloat(svg.dataset.from), to: parseFloat(svg.dataset.to) };
   }
+  // A run's window is seconds from its start; a workload's (data-origin) is times, as the API's.
   function setWindow(from, to) {
-    var u = new URL(location.href);
-    u.searchParams.set("from", from.toFixed(3));
-    u.searchParams.set("to", to.toFixed(3));
+    var u = new URL(location.href), w = windowOf(), origin = w && w.svg.dataset.origin;
+    if (origin) {
+      var o = Date.parse(origin);
+      u.searchParams.set("from", new Date(o + from * 1000).toISOString());
+      u.searchParams.set("to", new Date(o + to * 1000).toISOString());
+    } else {
+      u.searchParams.set("from", from.toFixed(3));
+      u.searchParams.set("to", to.toFixed(3));
+    }
     go(u.toString());
   }
   // The plot spans x 260..1184 of the 1200-wide viewBox (timeline.go).
