@@ -211,25 +211,26 @@ func (db *DB) podConditions(ctx context.Context, q querier, pods []workload.Pod,
 		uids[i] = pods[i].Pod.UID
 	}
 	rows, err := q.Query(ctx, `
-		SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note', `+snapshotColumns+`
-		FROM events e
-		WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status'
-		UNION ALL
-		SELECT e.pod_uid, e.kind, e.occurred_at, '', NULL, false, false, e.envelope->'data'->>'note'
-		FROM events e
-		WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
-		ORDER BY 3`, uids)
+		SELECT * FROM (
+			SELECT e.pod_uid, e.kind, e.occurred_at, NULL AS note, `+snapshotColumns+`, e.id
+			FROM events e
+			WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status'
+			UNION ALL
+			SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note', '', NULL, false, false, NULL, e.id
+			FROM events e
+			WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling') u
+		ORDER BY occurred_at, id COLLATE "C"`, uids)
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
 	}
 	f := newPodFacts()
 	var (
-		uid, kind string
-		at        time.Time
-		note      *string
-		s         snapshot
+		uid, kind, id string
+		at            time.Time
+		note          *string
+		s             snapshot
 	)
-	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &note, &s.phase, &s.ready, &s.terminating, &s.deleted, &s.target}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&uid, &kind, &at, &note, &s.phase, &s.ready, &s.terminating, &s.deleted, &s.target, &id}, func() error {
 		at = at.UTC()
 		if kind == string(events.KindK8sEvent) {
 			f.failures[uid] = append(f.failures[uid], report.SchedulingFailure{At: at, Note: deref(note)})

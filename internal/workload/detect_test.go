@@ -298,3 +298,22 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+// A workload's summary counts its pods still Ready at the end of observation as Ready (their
+// spans end there: that is no loss), and its Ready line does not drop there either.
+func TestSummaryReadyAtTheEnd(t *testing.T) {
+	in := workload.Input{States: observed(), From: t0, To: at(100)}
+	for _, p := range steady() {
+		b := p.build()
+		b.Ready = []align.Span{{From: at(p.ready), To: at(100)}}
+		in.Pods = append(in.Pods, b)
+	}
+	got := workload.Summaries(in, nil)
+	if len(got) != 1 || got[0].Ready != 3 || got[0].Desired != 3 {
+		t.Fatalf("Summaries = %+v, want infer with 3 Ready of 3", got)
+	}
+	line := workload.Ready(in, infer)
+	if last := line[len(line)-1]; last.Count != 3 {
+		t.Errorf("Ready line ends at %d (%v), want 3", last.Count, line)
+	}
+}

@@ -27,9 +27,10 @@ func Summaries(in Input, ds []report.Disruption) []report.WorkloadSummary {
 }
 
 // summary is k's summary; false when none of its pods lived in the window (only in the
-// lookback before it).
+// lookback before it). Ready is the count as observation ends: Ready spans of pods still there
+// end at To, which is not a loss.
 func (v *view) summary(k events.WorkloadRef, ds []report.Disruption) (report.WorkloadSummary, bool) {
-	s := report.WorkloadSummary{WorkloadRef: k, Desired: v.desired[k].at(v.in.To), Ready: v.ready[k].at(v.in.To), Observed: v.observed[k]}
+	s := report.WorkloadSummary{WorkloadRef: k, Desired: v.desired[k].at(v.in.To), Ready: v.ready[k].at(v.in.To.Add(-time.Nanosecond)), Observed: v.observed[k]}
 	revisions := map[string]bool{}
 	for _, p := range v.byKey[k] {
 		if !p.LivedIn(v.in.From, v.in.To) {

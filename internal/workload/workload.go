@@ -158,7 +158,7 @@ func Ready(in Input, k events.WorkloadRef) []report.CountPoint {
 	r := v.ready[k]
 	out := []report.CountPoint{{At: in.From, Count: r.at(in.From)}}
 	for _, st := range r.steps {
-		if st.at.After(in.From) && !st.at.After(in.To) && st.v != out[len(out)-1].Count {
+		if st.at.After(in.From) && st.at.Before(in.To) && st.v != out[len(out)-1].Count { // spans of pods still there end at To
 			out = append(out, report.CountPoint{At: st.at, Count: st.v})
 		}
 	}
