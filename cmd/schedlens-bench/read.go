@@ -120,19 +120,11 @@ type readReport struct {
 
 // runReads is the -reads mode.
 func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, stdout io.Writer, logger *slog.Logger) error {
-	dbURL, drop, err := pg.createDB(ctx, "reads")
+	db, dbURL, done, err := pg.openDB(ctx, "reads", logger)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	db, err := store.Open(ctx, dbURL, logger)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
+	defer done()
 	fill, err := fillReads(ctx, db, ro, logger)
 	if err != nil {
 		return fmt.Errorf("fill: %w", err)
@@ -176,6 +168,26 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 		}
 	}
 	return nil
+}
+
+// openDB creates a temporary database named for what it holds, migrated, and opens the store
+// over it; done closes the store and drops the database.
+func (pg *pgServer) openDB(ctx context.Context, name string, logger *slog.Logger) (*store.DB, string, func(), error) {
+	dbURL, drop, err := pg.createDB(ctx, name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	db, err := store.Open(ctx, dbURL, logger)
+	if err != nil {
+		drop()
+		return nil, "", nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		drop()
+		return nil, "", nil, err
+	}
+	return db, dbURL, func() { db.Close(); drop() }, nil
 }
 
 // serveAPI runs the api process (apiapp, as the binary does) on a loopback port over dbURL and

@@ -14,7 +14,6 @@ import (
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
-	"github.com/schedlens/schedlens/internal/store"
 )
 
 // The workload read bench (-workloads): one Deployment's history of about -workload-pods pods
@@ -57,19 +56,11 @@ type workloadReport struct {
 
 // runWorkloads is the -workloads mode.
 func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterations int, asJSON bool, stdout io.Writer, logger *slog.Logger) error {
-	dbURL, drop, err := pg.createDB(ctx, "workloads")
+	db, dbURL, done, err := pg.openDB(ctx, "workloads", logger)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	db, err := store.Open(ctx, dbURL, logger)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
+	defer done()
 	cfg := workloadShape(wo.pods)
 	envs, did := eventgen.Workload(cfg)
 	r := workloadReport{Disruptions: len(did)}

@@ -336,16 +336,22 @@ func TestBrowserViews(t *testing.T) {
 			"/ui/experiments/day20/runs/1?from=x&to=1":      http.StatusBadRequest,
 			"/ui/nothing":                                   http.StatusNotFound,
 		} {
-			resp, err := http.Get(srv.URL + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-				t.Errorf("%s: %d %s, want %d text/html", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
-			}
+			checkPage(t, srv.URL+path, want)
 		}
 	})
+}
+
+// checkPage fails unless url answers status with an HTML page (the UI's error pages included).
+func checkPage(t *testing.T, url string, status int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("%s: %d %s, want %d text/html", url, resp.StatusCode, resp.Header.Get("Content-Type"), status)
+	}
 }
 
 // checkLane compares a lane's milestone markers with the pod's timeline: the same milestones,

@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	neturl "net/url"
 	"slices"
@@ -28,33 +30,12 @@ func TestThousandPodRunRender(t *testing.T) {
 	srv := serve(t, p)
 	url := srv.URL + "/ui/experiments/day20/runs/1"
 
-	start := time.Now()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	t.Logf("server: GET run page %s in %s (%d bytes)", resp.Status, time.Since(start).Round(time.Millisecond), resp.ContentLength)
-
-	var drawn, served []float64
-	var lanes, pods int
-	for range 3 {
-		do(t, ctx, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`#timeline`)))
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.documentElement.dataset.drawnMs`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
-			t.Fatal(err)
-		}
-		drawn = append(drawn, eval[float64](t, ctx, `parseFloat(document.documentElement.dataset.drawnMs)`))
-		served = append(served, eval[float64](t, ctx, `performance.getEntriesByType('navigation')[0].responseEnd`))
-		lanes = eval[int](t, ctx, `document.querySelectorAll('[data-pod-uid]').length`)
-		pods = eval[int](t, ctx, `document.querySelectorAll('#pods tbody tr').length`)
-	}
+	load := timeLoads(t, ctx, url, "run page")
+	lanes, pods := load.count["lanes"], load.count["pods"]
 	if lanes < 1000 || lanes != pods {
 		t.Fatalf("%d lanes and %d table rows, want the same, at least 1000", lanes, pods)
 	}
-	slices.Sort(drawn)
-	slices.Sort(served)
-	t.Logf("1,000-pod run (%d lanes): DOM ready and lanes drawn %.0f ms after navigation start (median of 3: %.0f / %.0f / %.0f ms); page received by %.0f ms",
-		lanes, drawn[1], drawn[0], drawn[1], drawn[2], served[1])
+	t.Logf("1,000-pod run (%d lanes): %s", lanes, load)
 	screenshot(t, ctx, "run-1000-pods")
 }
 
@@ -78,35 +59,60 @@ func TestThousandPodWorkloadRender(t *testing.T) {
 	url := srv.URL + "/ui/workloads/prod/Deployment/infer?" + neturl.Values{
 		"from": {cfg.Start.Add(-time.Minute).Format(time.RFC3339)}, "to": {end.Add(time.Minute).Format(time.RFC3339)}}.Encode()
 
+	load := timeLoads(t, ctx, url, "workload page",
+		"groups", `document.querySelectorAll('#timeline g.group[data-revision]').length`,
+		"bands", `document.querySelectorAll('#timeline g.disruption[data-disruption-kind]').length`)
+	lanes, pods, groups, bands := load.count["lanes"], load.count["pods"], load.count["groups"], load.count["bands"]
+	if lanes < 1000 || lanes != pods || groups != cfg.Rollouts+1 || bands != len(did) {
+		t.Fatalf("%d lanes and %d table rows (want the same, at least 1000), %d revision groups (want %d), %d disruptions (want %d)",
+			lanes, pods, groups, cfg.Rollouts+1, bands, len(did))
+	}
+	t.Logf("1,000-pod workload (%d lanes, %d revisions, %d disruptions): %s", lanes, groups, bands, load)
+	screenshot(t, ctx, "workload-1000-pods")
+}
+
+// loads is what three loads of a chart page measured: the time from navigation start to the
+// first frame drawn with every lane in the DOM (ui.js records it), the time the page was
+// received by, and counts of what was drawn (the last load's).
+type loads struct {
+	drawn, served []float64
+	count         map[string]int
+}
+
+func (l loads) String() string {
+	return fmt.Sprintf("DOM ready and lanes drawn %.0f ms after navigation start (median of 3: %.0f / %.0f / %.0f ms); page received by %.0f ms",
+		l.drawn[1], l.drawn[0], l.drawn[1], l.drawn[2], l.served[1])
+}
+
+// timeLoads asks the server for url once (its time logged), then loads it three times in the
+// browser, counting the lanes, the pods table's rows and what each extra (name, expression)
+// pair counts.
+func timeLoads(t *testing.T, ctx context.Context, url, page string, extra ...string) loads {
+	t.Helper()
 	start := time.Now()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	t.Logf("server: GET workload page %s in %s", resp.Status, time.Since(start).Round(time.Millisecond))
-
-	var drawn, served []float64
-	var lanes, pods, groups, bands int
+	t.Logf("server: GET %s %s in %s (%d bytes)", page, resp.Status, time.Since(start).Round(time.Millisecond), resp.ContentLength)
+	counts := append([]string{
+		"lanes", `document.querySelectorAll('[data-pod-uid]').length`,
+		"pods", `document.querySelectorAll('#pods tbody tr').length`,
+	}, extra...)
+	l := loads{count: map[string]int{}}
 	for range 3 {
 		do(t, ctx, chromedp.Navigate(url), chromedp.WaitReady(chromedp.CSS(`#timeline`)))
 		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.documentElement.dataset.drawnMs`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 			t.Fatal(err)
 		}
-		drawn = append(drawn, eval[float64](t, ctx, `parseFloat(document.documentElement.dataset.drawnMs)`))
-		served = append(served, eval[float64](t, ctx, `performance.getEntriesByType('navigation')[0].responseEnd`))
-		lanes = eval[int](t, ctx, `document.querySelectorAll('[data-pod-uid]').length`)
-		pods = eval[int](t, ctx, `document.querySelectorAll('#pods tbody tr').length`)
-		groups = eval[int](t, ctx, `document.querySelectorAll('#timeline g.group[data-revision]').length`)
-		bands = eval[int](t, ctx, `document.querySelectorAll('#timeline g.disruption[data-disruption-kind]').length`)
+		l.drawn = append(l.drawn, eval[float64](t, ctx, `parseFloat(document.documentElement.dataset.drawnMs)`))
+		l.served = append(l.served, eval[float64](t, ctx, `performance.getEntriesByType('navigation')[0].responseEnd`))
+		for i := 0; i+1 < len(counts); i += 2 {
+			l.count[counts[i]] = eval[int](t, ctx, counts[i+1])
+		}
 	}
-	if lanes < 1000 || lanes != pods || groups != cfg.Rollouts+1 || bands != len(did) {
-		t.Fatalf("%d lanes and %d table rows (want the same, at least 1000), %d revision groups (want %d), %d disruptions (want %d)",
-			lanes, pods, groups, cfg.Rollouts+1, bands, len(did))
-	}
-	slices.Sort(drawn)
-	slices.Sort(served)
-	t.Logf("1,000-pod workload (%d lanes, %d revisions, %d disruptions): DOM ready and lanes drawn %.0f ms after navigation start (median of 3: %.0f / %.0f / %.0f ms); page received by %.0f ms",
-		lanes, groups, bands, drawn[1], drawn[0], drawn[1], drawn[2], served[1])
-	screenshot(t, ctx, "workload-1000-pods")
+	slices.Sort(l.drawn)
+	slices.Sort(l.served)
+	return l
 }

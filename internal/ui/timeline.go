@@ -44,7 +44,9 @@ type runView struct {
 	Legend                     template.HTML
 }
 
-type zoomLinks struct{ In, Out, Left, Right, Reset string }
+// zoomLinks are a chart's pan and zoom links (template "zoom"); ResetLabel names what Reset
+// shows.
+type zoomLinks struct{ In, Out, Left, Right, Reset, ResetLabel string }
 
 // podRow is one row of the table under the timeline.
 type podRow struct {
@@ -220,6 +222,6 @@ func zoom(base string, q url.Values, lo, hi float64) zoomLinks {
 	}
 	return zoomLinks{
 		In: link(mid-half/2, mid+half/2), Out: link(mid-half*2, mid+half*2),
-		Left: link(lo-half/2, hi-half/2), Right: link(lo+half/2, hi+half/2), Reset: r,
+		Left: link(lo-half/2, hi-half/2), Right: link(lo+half/2, hi+half/2), Reset: r, ResetLabel: "whole run",
 	}
 }

@@ -238,7 +238,7 @@ func zoomWindow(base string, from, to time.Time) zoomLinks {
 	mid := from.Add(half)
 	return zoomLinks{
 		In: link(mid.Add(-half/2), mid.Add(half/2)), Out: link(mid.Add(-half*2), mid.Add(half*2)),
-		Left: link(from.Add(-half/2), to.Add(-half/2)), Right: link(from.Add(half/2), to.Add(half/2)), Reset: base,
+		Left: link(from.Add(-half/2), to.Add(-half/2)), Right: link(from.Add(half/2), to.Add(half/2)), Reset: base, ResetLabel: "last 24 h",
 	}
 }
 

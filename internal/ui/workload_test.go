@@ -199,14 +199,7 @@ func TestBrowserWorkloads(t *testing.T) {
 			"/ui/disruptions?from=-6h&to=now":              http.StatusOK,
 			"/ui/workloads?from=-2d":                       http.StatusOK,
 		} {
-			resp, err := http.Get(srv.URL + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-				t.Errorf("%s: %d %s, want %d text/html", path, resp.StatusCode, resp.Header.Get("Content-Type"), want)
-			}
+			checkPage(t, srv.URL+path, want)
 		}
 		do(t, ctx, chromedp.Navigate(srv.URL+"/ui/workloads?from=yesterday"), chromedp.WaitVisible(chromedp.CSS(`.error`)))
 		if msg := eval[string](t, ctx, `document.querySelector('.error').textContent`); !strings.Contains(msg, "from:") {
