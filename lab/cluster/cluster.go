@@ -221,12 +221,25 @@ func (p Pool) Node(i int) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    res,
 			Allocatable: res.DeepCopy(),
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "simulated kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-lab", OperatingSystem: "linux", Architecture: "amd64"},
+			Conditions:  NodeConditions(now),
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-lab", OperatingSystem: "linux", Architecture: "amd64"},
 		},
+	}
+}
+
+// NodeConditions are the conditions a healthy kubelet posts, heartbeat and transition at now:
+// no memory, disk or PID pressure, Ready. The pressure conditions matter as much as Ready: the
+// node lifecycle controller sets all four Unknown when heartbeats stop, and only the kubelet
+// sets them back.
+func NodeConditions(now metav1.Time) []corev1.NodeCondition {
+	c := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return []corev1.NodeCondition{
+		c(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		c(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		c(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package labenv starts the whole lab in this process: the control plane, the GPU nodes of a
-// cluster spec, the simulated kubelet, and the inference endpoints and dcgm-exporters.
+// Package labenv starts the whole lab in this process: the control plane with its
+// kube-controller-manager (controlplane.DefaultControllers, the fast node-failure settings), the
+// GPU nodes of a cluster spec, the simulated kubelet posting their heartbeats, and the inference
+// endpoints and dcgm-exporters.
 package labenv
 
 import (
@@ -47,7 +49,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: o.Dir})
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: o.Dir, ControllerManager: &controlplane.ControllerManagerConfig{}})
 	if err != nil {
 		return nil, err
 	}
