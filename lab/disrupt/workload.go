@@ -32,9 +32,9 @@ type Workload struct {
 	Namespace, Name string
 	// Replicas (default 3), Image (default Triton 25.01) and the image the rollout moves to
 	// (default Triton 25.02); Model is the model the pods load (default llama-3-8b).
-	Replicas         int
-	Image, NewImage  string
-	Model            string
+	Replicas        int
+	Image, NewImage string
+	Model           string
 	// Timeout bounds each wait (default 60s).
 	Timeout time.Duration
 	// Progress, when set, is told each step as it ends.
