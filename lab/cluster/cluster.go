@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/specfile"
@@ -285,8 +286,19 @@ func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
 		if err != nil {
 			return fmt.Errorf("create node %s: %w", n.Name, err)
 		}
-		created.Status = n.Status
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The node lifecycle controller may write the new node meanwhile (its first view of a
+		// node without conditions): write the status on the latest version.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			created.Status = n.Status
+			_, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if latest, getErr := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); getErr == nil {
+					created = latest
+				}
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("node %s status: %w", n.Name, err)
 		}
 	}

@@ -109,6 +109,7 @@ type ControlPlane struct {
 	cmConfig *ControllerManagerConfig
 	cmMu     sync.Mutex
 	cm       *controllerManager // nil when not running
+	cmErrs   []error            // what stopped controller managers stopped with
 }
 
 // the options and globals of kube-apiserver and kube-scheduler can be set up once per process.
@@ -232,7 +233,7 @@ func (cp *ControlPlane) StopControllerManager() {
 	}
 	cp.cm.stop()
 	if err := cp.cm.parts.Err(); err != nil {
-		cp.parts.Go("kube-controller-manager", func() error { return err })
+		cp.cmErrs = append(cp.cmErrs, err)
 	}
 	cp.cm = nil
 }
@@ -357,10 +358,11 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) er
 func (cp *ControlPlane) Err() error {
 	cp.cmMu.Lock()
 	defer cp.cmMu.Unlock()
+	errs := append([]error{cp.parts.Err()}, cp.cmErrs...)
 	if cp.cm != nil {
-		return errors.Join(cp.parts.Err(), cp.cm.parts.Err())
+		errs = append(errs, cp.cm.parts.Err())
 	}
-	return cp.parts.Err()
+	return errors.Join(errs...)
 }
 
 // Stop stops the controller manager first (cancelled together with the API server, its

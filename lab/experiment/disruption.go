@@ -76,6 +76,9 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 		if pods, err = dis.Pods(ctx, r.Namespace, dep.Name); err != nil {
 			return err
 		}
+		if len(pods) == 0 {
+			return fmt.Errorf("%s: deployment %s has no pod", scenario, dep.Name)
+		}
 		if scenario == Drain {
 			_, err = dis.Drain(ctx, r.Namespace, dep.Name, pods[0].Spec.NodeName)
 		} else {
