@@ -177,6 +177,8 @@ func (p Pool) Node(i int) *corev1.Node {
 	name := p.NodeName(i)
 	labels := map[string]string{
 		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		// As a kubelet registers them (else the node lifecycle controller adds them).
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 		LabelPool: p.Name,
 	}
 	if p.GPU.Count > 0 {
