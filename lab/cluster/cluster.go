@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/lab/specfile"
@@ -176,6 +177,8 @@ func (p Pool) Node(i int) *corev1.Node {
 	name := p.NodeName(i)
 	labels := map[string]string{
 		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		// As a kubelet registers them (else the node lifecycle controller adds them).
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 		LabelPool: p.Name,
 	}
 	if p.GPU.Count > 0 {
@@ -221,12 +224,25 @@ func (p Pool) Node(i int) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    res,
 			Allocatable: res.DeepCopy(),
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "simulated kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-lab", OperatingSystem: "linux", Architecture: "amd64"},
+			Conditions:  NodeConditions(now),
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-lab", OperatingSystem: "linux", Architecture: "amd64"},
 		},
+	}
+}
+
+// NodeConditions are the conditions a healthy kubelet posts, heartbeat and transition at now:
+// no memory, disk or PID pressure, Ready. The pressure conditions matter as much as Ready: the
+// node lifecycle controller sets all four Unknown when heartbeats stop, and only the kubelet
+// sets them back.
+func NodeConditions(now metav1.Time) []corev1.NodeCondition {
+	c := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return []corev1.NodeCondition{
+		c(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		c(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		c(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
 	}
 }
 
@@ -272,8 +288,19 @@ func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
 		if err != nil {
 			return fmt.Errorf("create node %s: %w", n.Name, err)
 		}
-		created.Status = n.Status
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// The node lifecycle controller may write the new node meanwhile (its first view of a
+		// node without conditions): write the status on the latest version.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			created.Status = n.Status
+			_, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				if latest, getErr := client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); getErr == nil {
+					created = latest
+				}
+			}
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("node %s status: %w", n.Name, err)
 		}
 	}

@@ -1,14 +1,39 @@
 // Package controlplane runs a real Kubernetes control plane in this process: embedded etcd,
-// kube-apiserver and kube-scheduler (k8s.io/kubernetes v1.37.2), bound to 127.0.0.1 only. There
-// is no kubelet and no controller-manager: the lab's simulated kubelet plays the nodes.
+// kube-apiserver, kube-scheduler and, when Config.ControllerManager asks for it,
+// kube-controller-manager (all from k8s.io/kubernetes v1.37.2), bound to 127.0.0.1 only. There
+// is no kubelet: the lab's simulated kubelet (package kubelet) plays the nodes and posts their
+// heartbeats.
 //
-// What had to be done to make that work is recorded in LAB.md: the cobra commands cannot be
-// used twice in one process (each installs a signal handler), so the lower-level pieces are
-// called; the ServiceAccount and TaintNodesByCondition admission plugins are off (nothing would
-// create service accounts or remove the not-ready taint) while Priority stays on (preemption
-// needs it); authentication is a static token in group system:masters (and ServiceAccount
-// tokens from the TokenRequest API), and authorization is AlwaysAllow unless Config.RBAC asks for
-// RBAC.
+// The cobra commands cannot be used twice in one process (each installs a signal handler or
+// reconfigures the process-wide klog), so the lower-level pieces are called. The ServiceAccount
+// and TaintNodesByCondition admission plugins are off (nothing creates service accounts; new
+// nodes are registered Ready) while Priority stays on (preemption needs it); authentication is a
+// static token in group system:masters (and ServiceAccount tokens from the TokenRequest API), and
+// authorization is AlwaysAllow unless Config.RBAC asks for RBAC.
+//
+// The controller manager runs DefaultControllers: deployment, replicaset, statefulset,
+// node-lifecycle, taint-eviction, disruption, garbage-collector, namespace and
+// pod-garbage-collector. It is started from its pieces (CreateControllerContext,
+// BuildControllers, RunControllers) under its own context, without leader election or a serving
+// port, so it can be stopped and started again (StopControllerManager, StartControllerManager)
+// and stops before the API server. Its node settings make a node failure quick to see:
+//
+//   - --node-monitor-period 1s and --node-monitor-grace-period 4s: a node whose Lease (renewed
+//     every second by the simulated kubelet) has not changed for 4 s is marked Ready=Unknown and
+//     tainted node.kubernetes.io/unreachable (NoSchedule and NoExecute), its pods Ready=False;
+//     four heartbeat intervals keep a loaded 2-core machine from flapping;
+//   - the API server's --default-not-ready-toleration-seconds and
+//     --default-unreachable-toleration-seconds 2: the taint-eviction controller deletes a pod 2 s
+//     after the NoExecute taint (condition DisruptionTarget, reason DeletionByTaintManager) unless
+//     the pod tolerates it itself; a node failure thus ends in replacements about 6–8 s after the
+//     last heartbeat;
+//   - --node-eviction-rate 100 and --unhealthy-zone-threshold 1: several nodes of the lab's one
+//     zone can fail together and all be evicted (the defaults, 0.1 node/s and 0.55, stop tainting
+//     once more than two nodes and 55 % of a zone are down). If every node is down, the
+//     controller still evicts nothing ("master disruption mode").
+//
+// Fixed upstream: deleting a namespace takes at least 5 s, and the pod garbage collector runs
+// every 20 s.
 package controlplane
 
 import (
@@ -56,6 +81,10 @@ type Config struct {
 	// ServiceAccount can then do only what its Roles grant. The lab's own client and the
 	// scheduler stay in system:masters. Off (AlwaysAllow), every authenticated request is allowed.
 	RBAC bool
+	// ControllerManager, when set, runs the kube-controller-manager beside the scheduler (and
+	// sets the API server's default toleration seconds it asks for). Nil runs none: nothing
+	// then marks a silent node NotReady or turns a Deployment into pods.
+	ControllerManager *ControllerManagerConfig
 }
 
 // ControlPlane is a running etcd + kube-apiserver + kube-scheduler.
@@ -67,10 +96,20 @@ type ControlPlane struct {
 	// Client is a clientset for the API server.
 	Client kubernetes.Interface
 
+	// ControllerManagerStartup is how long the controller manager took to start, its informers
+	// synced (zero without one).
+	ControllerManagerStartup time.Duration
+
+	ctx    context.Context
 	cancel context.CancelFunc
 	etcd   *embed.Etcd
 	parts  background.Group // the API server and the scheduler
 	logs   []io.Closer
+
+	cmConfig *ControllerManagerConfig
+	cmMu     sync.Mutex
+	cm       *controllerManager // nil when not running
+	cmErrs   []error            // what stopped controller managers stopped with
 }
 
 // the options and globals of kube-apiserver and kube-scheduler can be set up once per process.
@@ -90,8 +129,12 @@ func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("control plane dir: %w", err)
 	}
+	if cfg.ControllerManager != nil {
+		c := cfg.ControllerManager.withDefaults()
+		cfg.ControllerManager = &c
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	cp := &ControlPlane{cancel: cancel}
+	cp := &ControlPlane{ctx: ctx, cancel: cancel, cmConfig: cfg.ControllerManager}
 	if err := cp.start(ctx, cfg); err != nil {
 		cp.Stop()
 		return nil, err
@@ -147,7 +190,52 @@ func (cp *ControlPlane) start(ctx context.Context, cfg Config) error {
 	if err := cp.waitReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
-	return cp.startScheduler(ctx)
+	if err := cp.startScheduler(ctx); err != nil {
+		return err
+	}
+	if cfg.ControllerManager == nil {
+		return nil
+	}
+	t0 := time.Now()
+	if err := cp.StartControllerManager(); err != nil {
+		return err
+	}
+	cp.ControllerManagerStartup = time.Since(t0)
+	return nil
+}
+
+// StartControllerManager starts the controller manager the Config asked for, if it is not
+// running, and returns once its informers have synced. Starting it again after
+// StopControllerManager is how a lab plays a controller-manager outage.
+func (cp *ControlPlane) StartControllerManager() error {
+	if cp.cmConfig == nil {
+		return errors.New("the control plane was started without a controller manager")
+	}
+	cp.cmMu.Lock()
+	defer cp.cmMu.Unlock()
+	if cp.cm != nil {
+		return nil
+	}
+	cm, err := startControllerManager(cp.ctx, cp.Kubeconfig, *cp.cmConfig)
+	if err != nil {
+		return err
+	}
+	cp.cm = cm
+	return nil
+}
+
+// StopControllerManager stops the controller manager, if it runs, and waits for it.
+func (cp *ControlPlane) StopControllerManager() {
+	cp.cmMu.Lock()
+	defer cp.cmMu.Unlock()
+	if cp.cm == nil {
+		return
+	}
+	cp.cm.stop()
+	if err := cp.cm.parts.Err(); err != nil {
+		cp.cmErrs = append(cp.cmErrs, err)
+	}
+	cp.cm = nil
 }
 
 func (cp *ControlPlane) startEtcd(dir string, clientPort, peerPort int) error {
@@ -203,6 +291,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, cfg Config, etcdPort
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
 		"--event-ttl=" + cfg.EventTTL.String(),
+	}
+	if cfg.ControllerManager != nil {
+		args = append(args, cfg.ControllerManager.apiServerArgs()...)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("kube-apiserver flags: %w", err)
@@ -264,10 +355,21 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) er
 }
 
 // Err returns what made a component stop early, if anything did.
-func (cp *ControlPlane) Err() error { return cp.parts.Err() }
+func (cp *ControlPlane) Err() error {
+	cp.cmMu.Lock()
+	defer cp.cmMu.Unlock()
+	errs := append([]error{cp.parts.Err()}, cp.cmErrs...)
+	if cp.cm != nil {
+		errs = append(errs, cp.cm.parts.Err())
+	}
+	return errors.Join(errs...)
+}
 
-// Stop stops the scheduler and the API server, then etcd, and waits for them.
+// Stop stops the controller manager first (cancelled together with the API server, its
+// controllers would log connection errors for up to 30 s), then the scheduler and the API
+// server, then etcd, and waits for them.
 func (cp *ControlPlane) Stop() {
+	cp.StopControllerManager()
 	cp.cancel()
 	done := make(chan struct{})
 	go func() { cp.parts.Wait(); close(done) }()

@@ -3,22 +3,39 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/wait"
+	"github.com/schedlens/schedlens/lab/disrupt"
 )
 
 // disruptionPods is how many pods each disruption scenario runs.
 const disruptionPods = 2
 
-// disruption runs one scenario of run on the baseline arm's rules. Its pods are labelled with the
-// scenario as their arm (and schedlens.io/scenario), so they never mix with the arms compared.
+// disruption runs one scenario of run on the baseline arm's rules, through the real controllers:
+// a Deployment of disruptionPods replicas whose pods are labelled with the scenario as their arm
+// (and schedlens.io/scenario), so they never mix with the arms compared, rolled out surge first
+// (maxSurge 1, maxUnavailable 0), then disrupted (package disrupt):
+//   - rolling-update: a template change (the restartedAt annotation `kubectl rollout restart`
+//     sets) rolled out into a new ReplicaSet;
+//   - drain: the node of the first pod (by name) cordoned, its pods evicted through the Eviction
+//     API, replaced by the ReplicaSet, the node uncordoned;
+//   - node-rejoin: the node of the first pod stops its heartbeats until the node lifecycle
+//     controller marks it NotReady, the taint-eviction controller deletes its pods and their
+//     replacements are Ready; then it rejoins.
+//
+// The Deployment is deleted after (its ReplicaSets and pods by the garbage collector).
 func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string, run int) error {
 	base := d.Arms[0]
 	for _, a := range d.Arms {
@@ -31,146 +48,105 @@ func (r *Runner) disruption(ctx context.Context, d *Definition, scenario string,
 	report := func(phase string, ready, of int) {
 		r.Progress(Progress{Run: run, Runs: d.Repeats, Arm: scenario, Phase: phase, Ready: ready, Of: of, Elapsed: time.Since(start)})
 	}
-	mk := func(name string) *corev1.Pod {
-		p := r.pod(d, base, scenario, run, name)
-		p.Labels[events.LabelScenario] = scenario
-		return p
+	dep := d.Deployment(base, scenario, r.Namespace, run, disruptionPods)
+	if _, err := r.Client.AppsV1().Deployments(r.Namespace).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create deployment %s: %w", dep.Name, err)
 	}
-	var names []string
-	for i := 1; i <= disruptionPods; i++ {
-		name := fmt.Sprintf("%s-%s-r%d-%d", d.Name, scenario, run, i)
-		if err := r.create(ctx, mk(name)); err != nil {
-			return err
-		}
-		names = append(names, name)
-	}
-	report("starting", 0, len(names))
-	if _, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names)) }); err != nil {
+	report("starting", 0, disruptionPods)
+	dis := &disrupt.Disruptor{Client: r.Client, Nodes: r.Nodes, Timeout: r.Timeout}
+	if _, err := dis.WaitComplete(ctx, r.Namespace, dep.Name); err != nil {
 		return err
 	}
 	// Serve in the steady state a while first: interruptions are measured against it.
 	if !wait.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
-	report("disrupting", len(names), len(names))
-	live := names
+	report("disrupting", disruptionPods, disruptionPods)
 	var err error
 	switch scenario {
 	case RollingUpdate:
-		live, err = r.rollingUpdate(ctx, names, mk)
-	case Drain:
-		live, err = r.drain(ctx, names, mk)
-	case NodeRejoin:
-		err = r.nodeRejoin(ctx, names)
+		_, err = dis.Rollout(ctx, r.Namespace, dep.Name, func(t *corev1.PodTemplateSpec) {
+			if t.Annotations == nil {
+				t.Annotations = map[string]string{}
+			}
+			t.Annotations[AnnotationRestartedAt] = time.Now().UTC().Format(time.RFC3339)
+		})
+	case Drain, NodeRejoin:
+		var pods []corev1.Pod
+		if pods, err = dis.Pods(ctx, r.Namespace, dep.Name); err != nil {
+			return err
+		}
+		if len(pods) == 0 {
+			return fmt.Errorf("%s: deployment %s has no pod", scenario, dep.Name)
+		}
+		if scenario == Drain {
+			_, err = dis.Drain(ctx, r.Namespace, dep.Name, pods[0].Spec.NodeName)
+		} else {
+			_, err = dis.NodeFailure(ctx, r.Namespace, dep.Name, pods[0].Spec.NodeName)
+		}
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", scenario, err)
 	}
 	if !wait.Sleep(ctx, r.Hold) {
 		return ctx.Err()
 	}
-	report("cleaning", len(live), len(live))
-	if err := r.deleteAll(ctx, live); err != nil {
+	report("cleaning", disruptionPods, disruptionPods)
+	if err := r.deleteDeployment(ctx, dep); err != nil {
 		return err
 	}
-	report("done", len(live), len(live))
+	report("done", disruptionPods, disruptionPods)
 	return nil
 }
 
-// rollingUpdate replaces each pod by a new revision, one at a time, surge first (maxSurge 1,
-// maxUnavailable 0): the new pod must be Ready before the old one is deleted.
-func (r *Runner) rollingUpdate(ctx context.Context, names []string, mk func(string) *corev1.Pod) ([]string, error) {
-	var next []string
-	for _, old := range names {
-		name := old + "-v2"
-		if err := r.create(ctx, mk(name)); err != nil {
-			return nil, err
-		}
-		if _, err := r.waitReady(ctx, []string{name}, r.Timeout, nil); err != nil {
-			return nil, err
-		}
-		if err := r.deleteAll(ctx, []string{old}); err != nil {
-			return nil, err
-		}
-		next = append(next, name)
+// AnnotationRestartedAt is the pod template annotation `kubectl rollout restart` sets; changing
+// it rolls a Deployment out without changing what its pods run.
+const AnnotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+
+// Deployment is the Deployment of a disruption scenario: replicas pods of the fixed workload
+// under arm's rules, labelled with the scenario as their arm and schedlens.io/scenario, named
+// <experiment>-<scenario>-r<run>, rolled out surge first (maxSurge 1, maxUnavailable 0).
+func (d *Definition) Deployment(arm Arm, scenario, namespace string, run, replicas int) *appsv1.Deployment {
+	p := d.pod(arm, scenario, namespace, run, "")
+	p.Labels[events.LabelScenario] = scenario
+	selector := map[string]string{events.LabelExperiment: d.Name, events.LabelArm: scenario, events.LabelRun: strconv.Itoa(run)}
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-r%d", d.Name, scenario, run), Namespace: namespace, Labels: maps.Clone(selector)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec},
+		},
 	}
-	return next, nil
 }
 
-// drain cordons the node of the first pod, evicts every scenario pod on it, and (playing the
-// ReplicaSet) creates a replacement for each once it is gone; the node is uncordoned after.
-func (r *Runner) drain(ctx context.Context, names []string, mk func(string) *corev1.Pod) ([]string, error) {
-	pods := map[string]*corev1.Pod{}
-	for _, n := range names {
-		p, err := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, n, metav1.GetOptions{})
+// deleteDeployment deletes a Deployment in the foreground (its ReplicaSets and pods first,
+// finished by the simulated kubelet) and waits until its pods are gone.
+func (r *Runner) deleteDeployment(ctx context.Context, dep *appsv1.Deployment) error {
+	err := r.Client.AppsV1().Deployments(r.Namespace).Delete(ctx, dep.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete deployment %s: %w", dep.Name, err)
+	}
+	sel := labels.SelectorFromSet(dep.Spec.Selector.MatchLabels).String()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		l, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("list pods of %s: %w", dep.Name, err)
 		}
-		pods[n] = p
-	}
-	node := pods[names[0]].Spec.NodeName
-	if err := r.cordon(ctx, node, true); err != nil {
-		return nil, err
-	}
-	defer r.cordon(context.WithoutCancel(ctx), node, false)
-	var live, evicted []string
-	for _, n := range names {
-		if pods[n].Spec.NodeName != node {
-			live = append(live, n)
-			continue
+		if len(l.Items) == 0 {
+			return nil
 		}
-		if err := r.evict(ctx, n); err != nil {
-			return nil, err
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pods of deployment %s not gone after 60s", dep.Name)
 		}
-		evicted = append(evicted, n)
-	}
-	for _, n := range evicted {
-		if err := r.waitGone(ctx, n); err != nil {
-			return nil, err
+		if !wait.Sleep(ctx, 50*time.Millisecond) {
+			return ctx.Err()
 		}
-		if err := r.create(ctx, mk(n+"-r")); err != nil {
-			return nil, err
-		}
-		live = append(live, n+"-r")
 	}
-	if _, err := r.waitReady(ctx, live, r.Timeout, nil); err != nil {
-		return nil, err
-	}
-	return live, nil
-}
-
-// nodeRejoin takes the node of the first pod NotReady for a while, then back.
-func (r *Runner) nodeRejoin(ctx context.Context, names []string) error {
-	if r.Nodes == nil {
-		return fmt.Errorf("no node controller for %s", NodeRejoin)
-	}
-	p, err := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, names[0], metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, false); err != nil {
-		return err
-	}
-	if !wait.Sleep(ctx, 2*r.Hold) {
-		return ctx.Err()
-	}
-	if err := r.Nodes.SetNodeReady(ctx, p.Spec.NodeName, true); err != nil {
-		return err
-	}
-	_, err = r.waitReady(ctx, names, r.Timeout, nil)
-	return err
-}
-
-func (r *Runner) cordon(ctx context.Context, node string, unschedulable bool) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Unschedulable = unschedulable
-		_, err = r.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
 }
 
 func (r *Runner) waitGone(ctx context.Context, name string) error {

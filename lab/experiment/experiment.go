@@ -1,11 +1,14 @@
 // Package experiment runs a placement experiment on the lab: the same fixed workload (image,
 // model, input) under each arm's placement rules, repeated, plus disruption scenarios (a
-// rolling update, a node drain, a node that goes NotReady and rejoins). Pods carry the
+// rolling update, a node drain, a node that fails and rejoins). Pods carry the
 // schedlens.io/experiment|arm|run labels and the definition is published as the experiment
 // ConfigMap the collector watches.
 //
-// There is no controller-manager in the lab, so the runner plays the ReplicaSet: it creates the
-// pods, replaces evicted ones and rolls updates itself.
+// An arm's pods are created by the runner itself, one by one (bare pods: what is compared is
+// where and how fast the scheduler and the kubelet bring them up). A disruption scenario runs a
+// Deployment instead, disrupted through the lab's real controllers (package disrupt): the
+// Deployment and ReplicaSet controllers roll it out and replace evicted pods, the node
+// lifecycle and taint-eviction controllers evict the pods of a node whose heartbeats stopped.
 package experiment
 
 import (
@@ -20,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/wait"
+	"github.com/schedlens/schedlens/lab/disrupt"
 	"github.com/schedlens/schedlens/lab/kubelet"
 	"github.com/schedlens/schedlens/lab/specfile"
 )
@@ -158,11 +161,6 @@ func (d *Definition) ConfigMap(namespace string) (*corev1.ConfigMap, error) {
 	}, nil
 }
 
-// NodeController is what the runner needs of the simulated kubelet for the node-rejoin scenario.
-type NodeController interface {
-	SetNodeReady(ctx context.Context, name string, ready bool) error
-}
-
 // Progress says where a run is.
 type Progress struct {
 	Run, Runs  int
@@ -176,8 +174,9 @@ type Progress struct {
 
 // Runner runs definitions on a lab cluster.
 type Runner struct {
-	Client    kubernetes.Interface
-	Nodes     NodeController
+	Client kubernetes.Interface
+	// Nodes fails and rejoins nodes for the node-rejoin scenario (the simulated kubelet).
+	Nodes     disrupt.Nodes
 	Namespace string
 	Progress  func(Progress)
 	// Timeout bounds the wait for an arm's pods to be Ready (pods still Pending then stay so, as
@@ -401,15 +400,6 @@ func isReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// evict asks the API server to evict a pod (policy/v1), as kubectl drain does.
-func (r *Runner) evict(ctx context.Context, name string) error {
-	err := r.Client.CoreV1().Pods(r.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("evict %s: %w", name, err)
-	}
-	return nil
 }
 
 // requestPort is the port of the fixed request (0 when none).

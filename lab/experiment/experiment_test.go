@@ -1,10 +1,13 @@
 package experiment_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/kube"
@@ -75,5 +78,35 @@ func TestParseRejects(t *testing.T) {
 	}
 	if _, err := experiment.Load(p); err == nil {
 		t.Error("Load of malformed YAML: no error")
+	}
+}
+
+// A disruption scenario's Deployment runs the baseline's pod with the scenario as its arm, is
+// selected by the experiment, arm and run labels (so scenarios and repeats never share pods), and
+// rolls out surge first.
+func TestScenarioDeployment(t *testing.T) {
+	d := experiment.Day20()
+	dep := d.Deployment(d.Arms[0], experiment.Drain, "lab", 2, 2)
+	tmpl := dep.Spec.Template
+	got := []string{
+		"name " + dep.Name,
+		fmt.Sprintf("replicas %d", *dep.Spec.Replicas),
+		fmt.Sprintf("selector %v", dep.Spec.Selector.MatchLabels),
+		fmt.Sprintf("strategy %s surge %s unavailable %s", dep.Spec.Strategy.Type, dep.Spec.Strategy.RollingUpdate.MaxSurge, dep.Spec.Strategy.RollingUpdate.MaxUnavailable),
+		fmt.Sprintf("pod labels %v", tmpl.Labels),
+		fmt.Sprintf("pod annotations %v", tmpl.Annotations),
+		fmt.Sprintf("container %s %s gpu %s", tmpl.Spec.Containers[0].Name, tmpl.Spec.Containers[0].Image, tmpl.Spec.Containers[0].Resources.Limits.Name("nvidia.com/gpu", "")),
+	}
+	want := []string{
+		"name day20-drain-r2",
+		"replicas 2",
+		"selector map[schedlens.io/arm:drain schedlens.io/experiment:day20 schedlens.io/run:2]",
+		"strategy RollingUpdate surge 1 unavailable 0",
+		"pod labels map[app:day20 schedlens.io/arm:drain schedlens.io/experiment:day20 schedlens.io/run:2 schedlens.io/scenario:drain]",
+		"pod annotations map[lab.schedlens.io/model:llama-3-8b]",
+		"container model nvcr.io/nvidia/tritonserver:25.01-py3 gpu 1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deployment (-want +got):\n%s", diff)
 	}
 }

@@ -2,8 +2,10 @@
 // to one of them goes through image pull → Running → model load → Ready by writing its status,
 // with delays drawn (seeded) from a model that depends on the GPU model, on whether the node has
 // the image and the model cached, and on how many pods share the GPU. It crashes containers on
-// demand, takes nodes NotReady and back, and finishes graceful deletions so preemptions and
-// drains complete (without a kubelet a deleted pod stays Terminating forever).
+// demand, posts every node's heartbeats (a Lease and the node's conditions, so the real node
+// lifecycle controller sees it alive), stops them to fail a node and resumes them to rejoin it,
+// and finishes graceful deletions so preemptions, evictions and rollouts complete (without a
+// kubelet a deleted pod stays Terminating forever).
 //
 // Delay model (seconds, before Config.Speed scales them):
 //   - image pull: 0.3 when the node already pulled the image, else 1.5–3.0;
@@ -31,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +63,12 @@ type Config struct {
 	// IPBlock is the first of the four second octets of 127.0.0.0/8 the lab's addresses use
 	// (default 100).
 	IPBlock int
+	// Heartbeat is how often each node renews its Lease (default 1s; real time, not scaled by
+	// Speed). Keep it a quarter of the controller manager's node monitor grace period or less.
+	Heartbeat time.Duration
+	// StatusEvery is how often each node posts its conditions with a fresh heartbeat (default
+	// 10s).
+	StatusEvery time.Duration
 }
 
 // Kubelet simulates the kubelet of every node in a cluster spec.
@@ -74,13 +83,15 @@ type Kubelet struct {
 	nodes map[string]*node
 	pods  map[types.UID]*pod
 	ctx   context.Context
+	store cache.Store // the pods informer's, once Run started it
 }
 
 type node struct {
 	name   string
 	index  int
 	pool   cluster.Pool
-	ready  bool
+	failed bool                  // heartbeats stopped (FailNode): the kubelet writes nothing
+	lease  *coordinationv1.Lease // last written; nil: read or create it first
 	gpus   []gpu
 	images map[string]bool
 	models map[string]bool
@@ -108,7 +119,8 @@ type pod struct {
 	ready     bool
 	loading   bool
 	deleting  bool
-	gen       int // bumped to cancel pending steps
+	gen       int                 // bumped to cancel pending steps
+	pending   []func(*corev1.Pod) // status changes not written while the node is failed
 }
 
 // New returns a kubelet for the nodes of spec; Run starts it.
@@ -122,7 +134,7 @@ func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *sl
 	i := 0
 	for _, p := range spec.Pools {
 		for n := 1; n <= p.Nodes; n++ {
-			nd := &node{name: p.NodeName(n), index: i, pool: p, ready: true, images: map[string]bool{}, models: map[string]bool{}}
+			nd := &node{name: p.NodeName(n), index: i, pool: p, images: map[string]bool{}, models: map[string]bool{}}
 			for _, m := range p.CachedModels {
 				nd.models[m] = true
 			}
@@ -152,13 +164,13 @@ func gpuUUID(nodeName string, index int) string {
 	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h), uint16(h>>48), h&0xffffffffffff)
 }
 
-// Run follows pods until ctx ends.
+// Run posts the nodes' heartbeats and follows pods until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) error {
-	k.mu.Lock()
-	k.ctx = ctx
-	k.mu.Unlock()
 	f := informers.NewSharedInformerFactory(k.client, 0)
 	inf := f.Core().V1().Pods().Informer()
+	k.mu.Lock()
+	k.ctx, k.store = ctx, inf.GetStore()
+	k.mu.Unlock()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.observe(obj) },
 		UpdateFunc: func(_, obj any) { k.observe(obj) },
@@ -167,7 +179,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return err
 	}
 	f.Start(ctx.Done())
-	<-ctx.Done()
+	k.heartbeats(ctx)
 	f.Shutdown()
 	return nil
 }
@@ -184,6 +196,9 @@ func (k *Kubelet) observe(obj any) {
 		return
 	}
 	st := k.pods[p.UID]
+	if nd.failed && (st == nil || p.DeletionTimestamp != nil) {
+		return // the node is cut off: RejoinNode observes the pod again
+	}
 	if st == nil {
 		if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
 			return
@@ -350,13 +365,10 @@ func (k *Kubelet) start(st *pod) {
 // ready: the model is loaded; the readiness probe passes.
 func (k *Kubelet) ready(st *pod) {
 	k.mu.Lock()
-	st.loading, st.ready = false, st.node.ready
+	st.loading, st.ready = false, true
 	st.node.models[st.model] = true
-	restarts, nodeReady := st.restarts, st.node.ready
+	restarts := st.restarts
 	k.mu.Unlock()
-	if !nodeReady {
-		return // the node lost contact meanwhile: readiness comes back with the node
-	}
 	now := metav1.Now()
 	k.updateStatus(st, func(p *corev1.Pod) {
 		setCondition(p, corev1.ContainersReady, corev1.ConditionTrue, "", now)
@@ -421,6 +433,11 @@ func (k *Kubelet) Crash(namespace, name string) error {
 // delete of grace 0.
 func (k *Kubelet) finishDeletion(st *pod) {
 	k.mu.Lock()
+	if st.node.failed {
+		st.deleting = false // RejoinNode observes the deletion again
+		k.mu.Unlock()
+		return
+	}
 	st.running, st.ready, st.loading = false, false, false
 	k.mu.Unlock()
 	ctx := context.Background()
@@ -433,68 +450,17 @@ func (k *Kubelet) finishDeletion(st *pod) {
 	}
 }
 
-// SetNodeReady takes a node NotReady (its kubelet stops reporting: its pods lose readiness, as
-// the node lifecycle controller would mark them) or back to Ready (its pods become Ready again
-// shortly after).
-func (k *Kubelet) SetNodeReady(ctx context.Context, name string, ready bool) error {
+// updateStatus applies mutate to the pod's latest version and writes its status, retrying on
+// conflicts. A pod that is gone is left alone. While the pod's node is failed the change is kept
+// for RejoinNode instead.
+func (k *Kubelet) updateStatus(st *pod, mutate func(*corev1.Pod)) {
 	k.mu.Lock()
-	nd := k.nodes[name]
-	if nd == nil {
+	if st.node.failed {
+		st.pending = append(st.pending, mutate)
 		k.mu.Unlock()
-		return fmt.Errorf("no simulated node %s", name)
-	}
-	nd.ready = ready
-	var affected []*pod
-	for _, st := range k.pods {
-		if st.node == nd && st.running && !st.loading && !st.deleting {
-			affected = append(affected, st)
-		}
+		return
 	}
 	k.mu.Unlock()
-
-	status, reason := corev1.ConditionTrue, "KubeletReady"
-	if !ready {
-		status, reason = corev1.ConditionUnknown, "NodeStatusUnknown"
-	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := k.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		for i := range n.Status.Conditions {
-			if n.Status.Conditions[i].Type == corev1.NodeReady {
-				n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = status, reason
-				n.Status.Conditions[i].LastTransitionTime, n.Status.Conditions[i].LastHeartbeatTime = now, now
-			}
-		}
-		_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("node %s status: %w", name, err)
-	}
-	for _, st := range affected {
-		if ready {
-			k.mu.Lock()
-			k.after(st, k.uniform(0.3, 0.8), k.ready)
-			k.mu.Unlock()
-			continue
-		}
-		k.mu.Lock()
-		st.ready = false
-		k.mu.Unlock()
-		now := metav1.Now()
-		k.updateStatus(st, func(p *corev1.Pod) {
-			setCondition(p, corev1.PodReady, corev1.ConditionFalse, "NodeNotReady", now)
-		})
-	}
-	return nil
-}
-
-// updateStatus applies mutate to the pod's latest version and writes its status, retrying on
-// conflicts. A pod that is gone is left alone.
-func (k *Kubelet) updateStatus(st *pod, mutate func(*corev1.Pod)) {
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := k.client.CoreV1().Pods(st.ns).Get(ctx, st.name, metav1.GetOptions{})
@@ -548,7 +514,7 @@ func (k *Kubelet) Pods() []sim.Pod {
 	for _, st := range k.pods {
 		sp := sim.Pod{
 			Namespace: st.ns, Name: st.name, UID: string(st.uid), Node: st.node.name, IP: st.ip, Container: st.container,
-			Running: st.running, Ready: st.ready, Loading: st.loading, GPUIndex: -1, MIGIndex: -1,
+			Running: st.running, Ready: st.ready && !st.node.failed, Loading: st.loading, GPUIndex: -1, MIGIndex: -1,
 		}
 		if st.gpu >= 0 {
 			pool := st.node.pool
@@ -570,7 +536,7 @@ func (k *Kubelet) Nodes() []sim.Node {
 	defer k.mu.Unlock()
 	out := make([]sim.Node, 0, len(k.nodes))
 	for _, nd := range k.nodes {
-		sn := sim.Node{Name: nd.name, IP: k.nodeIP(nd), Ready: nd.ready, GPUModel: nd.pool.GPU.Product}
+		sn := sim.Node{Name: nd.name, IP: k.nodeIP(nd), Ready: !nd.failed, GPUModel: nd.pool.GPU.Product}
 		for g, gp := range nd.gpus {
 			sg := sim.GPU{Index: g, UUID: gp.uuid, MemoryMiB: nd.pool.GPU.MemoryMiB}
 			if nd.pool.Sharing.Mode == cluster.MIG {

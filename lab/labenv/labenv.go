@@ -1,5 +1,7 @@
-// Package labenv starts the whole lab in this process: the control plane, the GPU nodes of a
-// cluster spec, the simulated kubelet, and the inference endpoints and dcgm-exporters.
+// Package labenv starts the whole lab in this process: the control plane with its
+// kube-controller-manager (controlplane.DefaultControllers, the fast node-failure settings), the
+// GPU nodes of a cluster spec, the simulated kubelet posting their heartbeats, and the inference
+// endpoints and dcgm-exporters.
 package labenv
 
 import (
@@ -9,6 +11,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlens/schedlens/internal/dcgm"
 	"github.com/schedlens/schedlens/lab/background"
@@ -39,7 +46,7 @@ type Lab struct {
 	parts  background.Group // the kubelet and the endpoints
 }
 
-// Start starts a lab and returns once its nodes are registered.
+// Start starts a lab and returns once its nodes are registered, Ready and untainted.
 func Start(ctx context.Context, o Options) (*Lab, error) {
 	if o.Spec == nil {
 		o.Spec = cluster.Default()
@@ -47,7 +54,7 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: o.Dir})
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: o.Dir, ControllerManager: &controlplane.ControllerManagerConfig{}})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +74,56 @@ func Start(ctx context.Context, o Options) (*Lab, error) {
 	l.Endpoints = endpoints.New(l.Kubelet, endpoints.Config{Seed: o.Seed}, o.Logger.With("component", "endpoints"))
 	l.parts.Go("kubelet", func() error { return l.Kubelet.Run(ctx) })
 	l.parts.Go("endpoints", func() error { return l.Endpoints.Run(ctx) })
+	if err := l.waitNodesReady(ctx, 30*time.Second); err != nil {
+		l.Stop()
+		return nil, err
+	}
 	return l, nil
+}
+
+// waitNodesReady waits until every node of the spec is Ready and carries none of the node
+// lifecycle controller's taints (node.kubernetes.io/…), so that the first pods see the whole
+// cluster.
+func (l *Lab) waitNodesReady(ctx context.Context, timeout time.Duration) error {
+	want := len(l.Spec.Nodes())
+	deadline := time.Now().Add(timeout)
+	for {
+		nodes, err := l.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list nodes: %w", err)
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			if nodeUsable(&n) {
+				ready++
+			}
+		}
+		if ready >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d nodes Ready and untainted after %s", ready, want, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func nodeUsable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // DCGMTargets lists every node's dcgm-exporter endpoint.

@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/lab/disrupt"
 	"github.com/schedlens/schedlens/lab/experiment"
 	"github.com/schedlens/schedlens/lab/labenv"
 	"github.com/schedlens/schedlens/lab/manifest"
@@ -53,8 +55,14 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 			return fmt.Errorf("apply the manifests: %w", err)
 		}
 	}
+	// The workload scenario's namespace, dated like the experiment's.
+	prod := "prod" + strings.TrimPrefix(ns, def.Name)
+	namespaces := []string{ns}
+	if o.workload {
+		namespaces = append(namespaces, prod)
+	}
 	s, err := stack.Start(ctx, stack.Options{
-		Client: l.Client, DatabaseURL: o.databaseURL, HTTPAddr: o.httpAddr, Namespaces: []string{ns},
+		Client: l.Client, DatabaseURL: o.databaseURL, HTTPAddr: o.httpAddr, Namespaces: namespaces,
 		NATSDir: filepath.Join(o.dir, "nats"), Logger: logger, DCGMTargets: l.DCGMTargets,
 	})
 	if err != nil {
@@ -71,7 +79,13 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	if err := runner.Run(ctx, def); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nexperiment done in %s; waiting for schedlens to store everything\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "\nexperiment done in %s\n", time.Since(start).Round(time.Second))
+	if o.workload {
+		if err := workload(ctx, l, prod, stdout); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(stdout, "waiting for schedlens to store everything")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		idle, err := s.Idle(ctx)
@@ -265,4 +279,39 @@ func modelList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// workload runs the workload scenario (package disrupt) in namespace ns and prints what it did.
+func workload(ctx context.Context, l *labenv.Lab, ns string, stdout io.Writer) error {
+	w := &disrupt.Workload{Client: l.Client, Nodes: l.Kubelet, Namespace: ns}
+	d := w.Deployment()
+	fmt.Fprintf(stdout, "\nworkload: Deployment %s/%s, %d pods of %s with one GPU each, no schedlens labels, through a rollout, a drain and a node failure\n",
+		ns, d.Name, *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image)
+	rep, err := w.Run(ctx)
+	if err != nil {
+		return fmt.Errorf("workload scenario: %w", err)
+	}
+	printWorkload(stdout, rep)
+	return nil
+}
+
+// printWorkload prints the workload scenario's steps, each with its times from its start.
+func printWorkload(w io.Writer, rep *disrupt.WorkloadReport) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	secs := func(from, to time.Time) string { return fmt.Sprintf("%.1fs", to.Sub(from).Seconds()) }
+	fmt.Fprintf(tw, "  ready\t\t%d pods Ready %s after the Deployment was created\n", len(rep.Disruptions[0].Pods), secs(rep.Created, rep.Ready))
+	for _, d := range rep.Disruptions {
+		switch d.Kind {
+		case report.DisruptionRollout:
+			fmt.Fprintf(tw, "  %s\t\treplicaset %s → %s: complete in %s\n", d.Kind, d.FromReplicaSet, d.ToReplicaSet, secs(d.Start, d.End))
+		case report.DisruptionDrain:
+			fmt.Fprintf(tw, "  %s\t%s\tcordoned, %d evicted (Eviction API), replaced and Ready %s after the eviction, uncordoned at %s\n",
+				d.Kind, d.Node, len(d.Pods), secs(d.Evicted, d.Recovered), secs(d.Start, d.End))
+		case report.DisruptionNodeFailure:
+			fmt.Fprintf(tw, "  %s\t%s\theartbeats stopped; NotReady at %s, %d pods deleted by the controller at %s, replacements Ready at %s, rejoined at %s\n",
+				d.Kind, d.Node, secs(d.Start, d.NotReady), len(d.Pods), secs(d.Start, d.Evicted), secs(d.Start, d.Recovered), secs(d.Start, d.End))
+		}
+	}
+	fmt.Fprintf(tw, "  total\t\t%s\n", secs(rep.Created, rep.Finished))
+	tw.Flush()
 }

@@ -1,8 +1,9 @@
 // Command lab runs a real Kubernetes scheduler on simulated GPU nodes on this machine.
 //
 //	lab up      start the lab and keep it running (writes a kubeconfig)
-//	lab demo    start the lab and schedlens beside it, run the day20 experiment, print a summary,
-//	            and keep the API up until Ctrl-C (--exit to stop after the summary)
+//	lab demo    start the lab and schedlens beside it, run the day20 experiment, then the workload
+//	            scenario (an unlabelled Deployment through a rollout, a drain and a node failure),
+//	            print a summary, and keep the API up until Ctrl-C (--exit to stop after the summary)
 //	lab preflight  check manifests against a cluster, optionally placing them with the real
 //	            scheduler (exit 0 no error, 1 errors found, 2 bad usage or input)
 package main
@@ -32,14 +33,14 @@ const usageText = `usage: lab up [flags]
        lab preflight -f PATH... [flags]   (lab preflight -h for its flags)
 
 commands:
-  up     start etcd, kube-apiserver and kube-scheduler on 127.0.0.1 with the simulated GPU
-         nodes, kubelet, inference endpoints and dcgm-exporters; write a kubeconfig; run until
-         SIGINT/SIGTERM
+  up     start etcd, kube-apiserver, kube-scheduler and kube-controller-manager on 127.0.0.1
+         with the simulated GPU nodes, kubelet (node heartbeats), inference endpoints and
+         dcgm-exporters; write a kubeconfig; run until SIGINT/SIGTERM
   demo   the above, plus an embedded NATS server and schedlens' collector, correlator and api
          on the machine's Postgres; run the experiment (default day20: 4 arms × 3 repeats and the
          disruption scenarios; -manifests DIR: the experiment as Kustomize manifests) with a
-         progress display, print a summary, then keep the API up until Ctrl-C (-exit: stop
-         after the summary)
+         progress display, then the workload scenario (-workload=false: skip it), print a
+         summary, then keep the API up until Ctrl-C (-exit: stop after the summary)
   preflight  check Deployments, StatefulSets, Jobs, Pods, PDBs, PriorityClasses and experiment
          ConfigMaps against a live cluster (-kubeconfig) or a lab cluster spec; -simulate places
          every replica with the real kube-scheduler; see docs/preflight.md
@@ -53,7 +54,7 @@ type options struct {
 	databaseURL, httpAddr            string
 	speed                            float64
 	seed                             int64
-	exit                             bool
+	exit, workload                   bool
 	log                              config.Logging
 }
 
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int(&speed, "speed-percent", "SCHEDLENS_LAB_SPEED_PERCENT", 50, "simulated kubelet delays as a percentage of the model's (100 = the documented delays)")
 	fs.Int(&seed, "seed", "SCHEDLENS_LAB_SEED", 20, "seed of the simulation")
 	fs.BoolVar(&o.exit, "exit", false, "demo: stop after printing the summary")
+	fs.Bool(&o.workload, "workload", "SCHEDLENS_LAB_WORKLOAD", true, "demo: after the experiment, take an unlabelled inference Deployment (namespace prod-<date>) through a rollout, a drain and a node failure, through the real controllers")
 	o.log.Define(fs)
 	fs.UsageText(usageText)
 	rest := args[1:]

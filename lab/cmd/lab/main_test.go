@@ -120,7 +120,13 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^mig\s+4\s+4\s+0\s+0\s.*\sa100-mig×4$`),
 		regexp.MustCompile(`(?m)^drain\s+\d+\s`),
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
-		regexp.MustCompile(`(?m)^node-rejoin\s+4\s+4\s`),
+		// The failed node's pods (1 or 2 of the 2 each repeat) replaced by the ReplicaSet.
+		regexp.MustCompile(`(?m)^node-rejoin\s+[5-8]\s+[5-8]\s`),
+		// The workload scenario after the experiment, through the real controllers.
+		regexp.MustCompile(`(?m)^workload: Deployment prod-\d{8}-\d{6}/infer, 3 pods of \S+ with one GPU each`),
+		regexp.MustCompile(`(?m)^\s+rollout\s+replicaset infer-\w+ → infer-\w+: complete in \d+\.\ds$`),
+		regexp.MustCompile(`(?m)^\s+drain\s+gpu-\S+\s+cordoned, [1-3] evicted \(Eviction API\)`),
+		regexp.MustCompile(`(?m)^\s+node_failure\s+gpu-\S+\s+heartbeats stopped; NotReady at \d+\.\ds, [1-3] pods deleted by the controller`),
 		// The web UI's address, at the start and beside the summary (checked to answer).
 		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
 		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
