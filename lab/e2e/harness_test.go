@@ -76,10 +76,16 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ns := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	ctx := context.Background()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return newEnvIn(t, ns)
+}
+
+// newEnvIn is a pipeline watching namespace ns, which exists or will.
+func newEnvIn(t *testing.T, ns string) *env {
+	t.Helper()
+	ctx := context.Background()
 	dbURL := pgtest.URL(t)
 	s, err := stack.Start(ctx, stack.Options{
 		Client: client, DatabaseURL: dbURL, Namespaces: []string{ns}, NATSDir: t.TempDir(), Logger: logger,

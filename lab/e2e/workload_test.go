@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -27,11 +30,20 @@ type recorder struct {
 	disrupted map[string]string // pod → node/reason of its DisruptionTarget condition
 	ready     map[string][]string
 	readyAt   map[string][]time.Time
+	// serving is every pod's own Ready transitions as this watch saw them: Ready (Running,
+	// Ready=True, not terminating) or not, by pod UID, in order.
+	serving map[string][]transition
+}
+
+// transition is a pod becoming Ready (true) or ceasing to be, when the test's watch saw it.
+type transition struct {
+	at    time.Time
+	ready bool
 }
 
 func record(t *testing.T, ns string) *recorder {
 	t.Helper()
-	r := &recorder{disrupted: map[string]string{}, ready: map[string][]string{}, readyAt: map[string][]time.Time{}}
+	r := &recorder{disrupted: map[string]string{}, ready: map[string][]string{}, readyAt: map[string][]time.Time{}, serving: map[string][]transition{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	pods := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
 	nodes := informers.NewSharedInformerFactory(client, 0)
@@ -40,6 +52,7 @@ func record(t *testing.T, ns string) *recorder {
 		if !ok {
 			return
 		}
+		r.saw(string(p.UID), p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && ready(p))
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
 				r.mu.Lock()
@@ -70,6 +83,16 @@ func record(t *testing.T, ns string) *recorder {
 			t.Fatal(err)
 		}
 	}
+	if _, err := pods.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			r.saw(string(p.UID), false)
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	pods.Start(ctx.Done())
 	nodes.Start(ctx.Done())
 	for _, ok := range nodes.WaitForCacheSync(ctx.Done()) {
@@ -85,6 +108,56 @@ func record(t *testing.T, ns string) *recorder {
 	return r
 }
 
+// saw records a pod's readiness when it changed.
+func (r *recorder) saw(uid string, ready bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts := r.serving[uid]
+	if (len(ts) == 0 && ready) || len(ts) > 0 && ts[len(ts)-1].ready != ready {
+		r.serving[uid] = append(ts, transition{time.Now(), ready})
+	}
+}
+
+// shortfall is what the pods' own Ready transitions say a disruption from start to end (nil:
+// open) cost a workload that wants desired pods: the seconds of every time with fewer Ready that
+// began in it (docs/workloads.md), and when it had them again (the start when it never had fewer).
+func (r *recorder) shortfall(start time.Time, end *time.Time, desired int) (seconds float64, recovered time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, ts := range r.serving {
+		for _, tr := range ts {
+			d := -1
+			if tr.ready {
+				d = 1
+			}
+			edges = append(edges, edge{tr.at, d})
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return a.at.Compare(b.at) })
+	n, short := 0, time.Time{}
+	recovered = start
+	for _, e := range edges {
+		n += e.delta
+		switch {
+		case e.at.Before(start):
+		case n < desired && short.IsZero():
+			if end != nil && e.at.After(*end) {
+				return seconds, recovered // began after the disruption: someone else's
+			}
+			short = e.at
+		case n >= desired && !short.IsZero():
+			seconds += e.at.Sub(short).Seconds()
+			recovered, short = e.at, time.Time{}
+		}
+	}
+	return seconds, recovered
+}
+
 // The workload scenario of the demo takes an unlabelled Deployment through a rollout, a drain
 // and a node failure, and each went through the real controllers: a new ReplicaSet of the new
 // image, pods evicted by the Eviction API from the drained node, pods deleted by the
@@ -93,7 +166,8 @@ func TestWorkloadThroughRealControllers(t *testing.T) {
 	ctx := context.Background()
 	ns := "e2e-workload"
 	rec := record(t, ns)
-	t.Cleanup(func() { deleteNamespace(t, ns) })
+	e := newEnvIn(t, ns)                         // schedlens watching the namespace, as a collector with its defaults would
+	t.Cleanup(func() { deleteNamespace(t, ns) }) // before the pipeline's cleanup: the ReplicaSet would bring its pods back
 	w := &disrupt.Workload{Client: client, Nodes: kubelt, Namespace: ns, Progress: func(step string, d time.Duration) {
 		t.Logf("%-12s done at %5.2fs", step, d.Seconds())
 	}}
@@ -161,6 +235,8 @@ func TestWorkloadThroughRealControllers(t *testing.T) {
 		t.Errorf("replicasets (-want +got):\n%s", diff)
 	}
 
+	checkDetected(t, e, rec, rep)
+
 	// The evictions, with the reasons the API server and the taint-eviction controller gave.
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -199,4 +275,69 @@ func deleteNamespace(t *testing.T, ns string) {
 		l, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
+}
+
+// checkDetected holds schedlens to what happened: GET /v1/disruptions lists exactly the
+// rollout, the drain and the node failure, on their nodes, each touching the Deployment alone,
+// with interruption seconds and recovery within 100 ms of what the pods' own Ready transitions
+// (the test's watch) give; the workload's before/after of its two revisions answers.
+func checkDetected(t *testing.T, e *env, rec *recorder, rep *disrupt.WorkloadReport) {
+	t.Helper()
+	e.settle()
+	q := url.Values{"namespace": {e.ns}, "from": {rep.Created.Add(-time.Minute).UTC().Format(time.RFC3339)}, "to": {"now"}}.Encode()
+	var page struct {
+		Disruptions []report.Disruption `json:"disruptions"`
+	}
+	if code := e.get("/v1/disruptions?"+q, &page); code != http.StatusOK {
+		t.Fatalf("GET /v1/disruptions: HTTP %d", code)
+	}
+	var got, want []string
+	for i := len(page.Disruptions) - 1; i >= 0; i-- { // oldest first, as the report
+		d := page.Disruptions[i]
+		var ws []string
+		for _, a := range d.Workloads {
+			ws = append(ws, a.Workload.String())
+		}
+		got = append(got, fmt.Sprintf("%s node=%q workloads=%v", d.Kind, d.Node, ws))
+	}
+	for _, d := range rep.Disruptions {
+		want = append(want, fmt.Sprintf("%s node=%q workloads=[%s/Deployment/%s]", d.Kind, d.Node, e.ns, rep.Deployment))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("/v1/disruptions (-want +got):\n%s", diff)
+	}
+	for i := range page.Disruptions {
+		d := page.Disruptions[len(page.Disruptions)-1-i]
+		a := d.Workloads[0]
+		seconds, recovered := rec.shortfall(d.Start, d.End, a.Desired)
+		recovery := recovered.Sub(d.Start).Seconds()
+		t.Logf("%s on %q: interruption %.3f s (pods' own transitions %.3f s), fewest Ready %d of %d, recovery %v s (%.3f s), no success %v s, %d replacements",
+			d.Kind, d.Node, a.Interruption.Seconds, seconds, a.Interruption.FewestReady, a.Desired, deref64(a.RecoverySeconds), recovery,
+			deref64(a.Interruption.NoSuccessSeconds), len(a.Replacements))
+		if math.Abs(a.Interruption.Seconds-seconds) > 0.1 {
+			t.Errorf("%s: interruption %.3f s, the pods' own Ready transitions give %.3f s", d.Kind, a.Interruption.Seconds, seconds)
+		}
+		if a.RecoverySeconds == nil || math.Abs(*a.RecoverySeconds-recovery) > 0.1 {
+			t.Errorf("%s: recovery %v s, the pods' own Ready transitions give %.3f s", d.Kind, a.RecoverySeconds, recovery)
+		}
+	}
+	var ba struct {
+		Comparison struct {
+			Arms []struct {
+				Arm     string `json:"arm"`
+				Verdict string `json:"verdict"`
+			} `json:"arms"`
+		} `json:"comparison"`
+		Note string `json:"note"`
+	}
+	if code := e.get("/v1/workloads/"+e.ns+"/Deployment/"+rep.Deployment+"/compare?before=1&after=2&"+q, &ba); code != http.StatusOK || len(ba.Comparison.Arms) != 2 || ba.Note == "" {
+		t.Errorf("before/after of the rollout: HTTP %d, %+v", code, ba)
+	}
+}
+
+func deref64(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -175,8 +175,10 @@ func (s *Stack) wait(up chan string, name string) error {
 func (s *Stack) StartCollector(ctx context.Context) error {
 	cfg := collector.DefaultConfig()
 	cfg.Cluster, cfg.Source, cfg.Namespaces = s.opts.Cluster, "collector/lab", s.opts.Namespaces
-	// Pods without an experiment definition get the lab endpoints' inference request.
+	// Pods without an experiment definition get the lab endpoints' inference request; every
+	// pod of the lab serves it, labelled or not (the unlabelled workload scenario's too).
 	cfg.Probe.Default = prober.Request{Method: "POST", Port: 8000, Path: "/v2/models/model/infer", Body: `{"inputs":"hello"}`}
+	cfg.ProbeSelector = ""
 	cfg.DCGM.Interval, cfg.DCGM.Targets = 0, s.opts.DCGMTargets
 	if s.opts.DCGMTargets != nil {
 		cfg.DCGM.Interval = time.Second

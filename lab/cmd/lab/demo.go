@@ -80,6 +80,7 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	fmt.Fprintf(stdout, "\nexperiment done in %s\n", time.Since(start).Round(time.Second))
+	workloadStart := time.Now()
 	if o.workload {
 		if err := workload(ctx, l, prod, stdout); err != nil {
 			return err
@@ -96,6 +97,11 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 			return fmt.Errorf("pipeline not idle after 30s: %v %v", err, s.Err())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if o.workload {
+		if err := printDisruptions(ctx, stdout, s.APIAddr, prod, workloadStart.Add(-time.Minute)); err != nil {
+			return err
+		}
 	}
 	c, err := comparison(ctx, s.APIAddr, def.Name, ns, def.Baseline)
 	if err != nil {
@@ -168,24 +174,81 @@ func progress(w io.Writer) func(experiment.Progress) {
 
 // comparison reads the comparison of the experiment's arms in namespace ns from the API.
 func comparison(ctx context.Context, addr, name, ns, baseline string) (compare.Comparison, error) {
+	var c compare.Comparison
 	q := url.Values{"baseline": {baseline}, "namespace": {ns}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?"+q.Encode(), nil)
+	err := getJSON(ctx, "http://"+addr+"/v1/experiments/"+url.PathEscape(name)+"/comparison?"+q.Encode(), &c)
 	if err != nil {
-		return compare.Comparison{}, err
+		return c, fmt.Errorf("comparison: %w", err)
+	}
+	return c, nil
+}
+
+// getJSON reads a JSON answer of the API into v.
+func getJSON(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return compare.Comparison{}, fmt.Errorf("comparison: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return compare.Comparison{}, fmt.Errorf("comparison: HTTP %d", resp.StatusCode)
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
-	var c compare.Comparison
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
-		return compare.Comparison{}, fmt.Errorf("comparison: %w", err)
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// printDisruptions prints what schedlens found happened to the workload scenario's namespace
+// since from (GET /v1/disruptions), oldest first: each disruption with what it cost the
+// Deployment, and where to look in the web UI.
+func printDisruptions(ctx context.Context, w io.Writer, addr, ns string, from time.Time) error {
+	q := url.Values{"namespace": {ns}, "from": {from.UTC().Format(time.RFC3339)}, "to": {"now"}}
+	var page struct {
+		Disruptions []report.Disruption `json:"disruptions"`
 	}
-	return c, nil
+	if err := getJSON(ctx, "http://"+addr+"/v1/disruptions?"+q.Encode(), &page); err != nil {
+		return fmt.Errorf("disruptions: %w", err)
+	}
+	fmt.Fprintf(w, "\nwhat schedlens found in namespace %s, from what happened (no schedlens labels; GET /v1/disruptions?namespace=%s):\n", ns, ns)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  kind\tnode\tstart\tlasted\tworkload\tinterrupted\tfewest Ready\trecovery\tno success\treplacements (pending, model load)")
+	secs := func(p *float64) string {
+		if p == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.1fs", *p)
+	}
+	for i := len(page.Disruptions) - 1; i >= 0; i-- {
+		d := page.Disruptions[i]
+		lasted := "open"
+		if d.End != nil {
+			lasted = fmt.Sprintf("%.1fs", d.End.Sub(d.Start).Seconds())
+		}
+		for _, a := range d.Workloads {
+			var repl []string
+			for _, r := range a.Replacements {
+				repl = append(repl, fmt.Sprintf("%s (%s, %s)", r.Name, secs(r.PendingSeconds), secs(r.ModelLoadSeconds)))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1fs\t%d of %d\t%s\t%s\t%s\n", d.Kind, cmpOr(d.Node, "—"), d.Start.Format("15:04:05.000"), lasted,
+				a.Workload.Kind+"/"+a.Workload.Name, a.Interruption.Seconds, a.Interruption.FewestReady, a.Desired, secs(a.RecoverySeconds),
+				secs(a.Interruption.NoSuccessSeconds), strings.Join(repl, ", "))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "in the web UI: http://%s/ui/disruptions?%s and the workload: http://%s/ui/workloads/%s/Deployment/infer?from=-1h\n",
+		addr, url.Values{"namespace": {ns}}.Encode(), addr, url.PathEscape(ns))
+	return nil
+}
+
+func cmpOr(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
 
 // printSummary prints, per arm, the at-a-glance view: pods, how many never scheduled and how many

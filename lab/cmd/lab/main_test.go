@@ -127,6 +127,10 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^\s+rollout\s+replicaset infer-\w+ → infer-\w+: complete in \d+\.\ds$`),
 		regexp.MustCompile(`(?m)^\s+drain\s+gpu-\S+\s+cordoned, [1-3] evicted \(Eviction API\)`),
 		regexp.MustCompile(`(?m)^\s+node_failure\s+gpu-\S+\s+heartbeats stopped; NotReady at \d+\.\ds, [1-3] pods deleted by the controller`),
+		// What schedlens found, from what happened: the three, in order, each on the Deployment.
+		regexp.MustCompile(`(?m)^what schedlens found in namespace prod-\d{8}-\d{6}, from what happened`),
+		regexp.MustCompile(`(?ms)^\s+rollout\s+—\s+\S+\s+\S+\s+Deployment/infer\s.*^\s+drain\s+gpu-\S+\s+\S+\s+\S+\s+Deployment/infer\s+\d+\.\ds\s+[0-3] of 3\s.*^\s+node_failure\s+gpu-\S+\s+\S+\s+\S+\s+Deployment/infer\s+\d+\.\ds\s+[0-3] of 3\s`),
+		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/disruptions\?namespace=prod-\S+ and the workload: http://\S+/ui/workloads/prod-\S+/Deployment/infer\?from=-1h$`),
 		// The web UI's address, at the start and beside the summary (checked to answer).
 		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
 		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
