@@ -17,14 +17,16 @@ GO=$GO scripts/build-lab.sh
 name=$(sed -E 's#.*/([^/?]+)(\?.*)?$#\1#' <<<"$db")
 say "a fresh database $name"
 psql -q "$admin" -c "DROP DATABASE IF EXISTS \"$name\"" >/dev/null
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+mkdir -p build
+log=build/screenshots-demo.log # kept: the README quotes the demo's output
 say "running the lab demo (bin/lab demo -exit), output in $log"
 bin/lab demo -exit -database-url "$db" -http-addr 127.0.0.1:0 | tee "$log" | grep -E '^(schedlens:|experiment|run [0-9]|web UI)' || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || { say "the demo failed:"; tail -n 30 "$log"; exit 1; }
 ns=$(sed -nE 's/^schedlens: collector watching namespace ([^ ,]+).*/\1/p' "$log" | head -n1)
 [ -n "$ns" ] || { say "no namespace in the demo's output"; exit 1; }
-say "photographing namespace $ns"
-SCHEDLENS_SCREENSHOTS_DATABASE_URL="$db" SCHEDLENS_SCREENSHOTS_NAMESPACE="$ns" \
+prod=$(sed -nE 's/^workload: Deployment ([^/ ]+)\/.*/\1/p' "$log" | head -n1)
+[ -n "$prod" ] || { say "no workload namespace in the demo's output"; exit 1; }
+say "photographing namespace $ns and the workload of $prod"
+SCHEDLENS_SCREENSHOTS_DATABASE_URL="$db" SCHEDLENS_SCREENSHOTS_NAMESPACE="$ns" SCHEDLENS_SCREENSHOTS_WORKLOAD_NAMESPACE="$prod" \
 	$GO test -count=1 -run '^TestScreenshots$' -v ./internal/ui | grep -E '^(---|\s+screenshots_test|ok|FAIL)'
 say "done: docs/img ($(ls docs/img | tr '\n' ' '))"

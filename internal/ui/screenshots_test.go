@@ -32,6 +32,7 @@ const (
 	screenshotsRecord  = imgDir + "/screenshots.json"
 	envScreenshotsDB   = "SCHEDLENS_SCREENSHOTS_DATABASE_URL"
 	envScreenshotsNS   = "SCHEDLENS_SCREENSHOTS_NAMESPACE"
+	envScreenshotsProd = "SCHEDLENS_SCREENSHOTS_WORKLOAD_NAMESPACE"
 	screenshotsCommand = "make screenshots"
 )
 
@@ -92,6 +93,10 @@ func TestScreenshots(t *testing.T) {
 	srv := apitest.Serve(t, db, api.WithUI(web))
 	ctx := browser(t)
 	q := "?" + url.Values{"namespace": {ns}}.Encode()
+	prod := os.Getenv(envScreenshotsProd)
+	if prod == "" {
+		t.Fatalf("%s is not set: the namespace of the demo's unlabelled workload", envScreenshotsProd)
+	}
 	// The top of each page, as a reader first sees it (a whole experiment page is ~10,000 px).
 	shots := []struct {
 		file, path string
@@ -100,8 +105,8 @@ func TestScreenshots(t *testing.T) {
 		{"experiment.png", "/ui/experiments/day20" + q, 1900},
 		{"run-timeline.png", "/ui/experiments/day20/runs/1" + q, 1500},
 		// The demo's unlabelled Deployment (its own namespace, not the runs'), its last hour.
-		{"workload.png", "/ui/workloads/prod/Deployment/infer?from=-1h", 1500},
-		{"disruptions.png", "/ui/disruptions", 900},
+		{"workload.png", "/ui/workloads/" + url.PathEscape(prod) + "/Deployment/infer?from=-1h", 1500},
+		{"disruptions.png", "/ui/disruptions?" + url.Values{"namespace": {prod}}.Encode(), 900},
 	}
 	made := screenshotsMade{Views: viewsDigest(t), Made: time.Now().UTC().Truncate(time.Second), From: screenshotsCommand}
 	for _, s := range shots {
