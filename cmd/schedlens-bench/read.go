@@ -130,12 +130,7 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 		return fmt.Errorf("fill: %w", err)
 	}
 	logger.Info("filled", "events", fill.Events, "pods", fill.Pods, "requests", fill.Requests, "seconds", fill.Seconds)
-	if err := db.Vacuum(ctx); err != nil {
-		return err
-	}
-	pg.checkpoint(ctx)
-
-	base, stop, err := serveAPI(ctx, dbURL, logger)
+	base, stop, err := pg.serveStored(ctx, db, dbURL, logger)
 	if err != nil {
 		return err
 	}
@@ -188,6 +183,16 @@ func (pg *pgServer) openDB(ctx context.Context, name string, logger *slog.Logger
 		return nil, "", nil, err
 	}
 	return db, dbURL, func() { db.Close(); drop() }, nil
+}
+
+// serveStored settles what was stored (VACUUM ANALYZE, a checkpoint) and serves it with the api
+// (serveAPI).
+func (pg *pgServer) serveStored(ctx context.Context, db *store.DB, dbURL string, logger *slog.Logger) (string, func(), error) {
+	if err := db.Vacuum(ctx); err != nil {
+		return "", nil, err
+	}
+	pg.checkpoint(ctx)
+	return serveAPI(ctx, dbURL, logger)
 }
 
 // serveAPI runs the api process (apiapp, as the binary does) on a loopback port over dbURL and

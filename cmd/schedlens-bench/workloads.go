@@ -78,12 +78,7 @@ func runWorkloads(ctx context.Context, pg *pgServer, wo workloadOptions, iterati
 		}
 		r.Events += res.Inserted
 	}
-	if err := db.Vacuum(ctx); err != nil {
-		return err
-	}
-	pg.checkpoint(ctx)
-
-	base, stop, err := serveAPI(ctx, dbURL, logger)
+	base, stop, err := pg.serveStored(ctx, db, dbURL, logger)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/schedlens/schedlens/internal/metricstest"
 	"github.com/schedlens/schedlens/internal/natsserver"
 	"github.com/schedlens/schedlens/internal/publisher"
+	"github.com/schedlens/schedlens/internal/testenv"
 )
 
 // start runs a NATS server (configure adjusts it) and a publisher over it until the test ends.
@@ -54,12 +55,8 @@ func start(t *testing.T, configure func(*server.Options), stream func(jetstream.
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(10*time.Second, 10*time.Millisecond, ok) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

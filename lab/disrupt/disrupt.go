@@ -115,15 +115,8 @@ func (d *Disruptor) until(ctx context.Context, what string, ok func() (bool, err
 func (d *Disruptor) WaitComplete(ctx context.Context, namespace, name string) (time.Time, error) {
 	var at time.Time
 	err := d.until(ctx, "deployment "+namespace+"/"+name+" complete", func() (bool, error) {
-		dep, err := d.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if !complete(dep) {
-			return false, nil
-		}
-		pods, err := d.pods(ctx, dep)
-		if err != nil {
+		dep, pods, ok, err := d.rolledOut(ctx, namespace, name)
+		if !ok || err != nil {
 			return false, err
 		}
 		if len(pods) != int(*dep.Spec.Replicas) {
@@ -133,6 +126,17 @@ func (d *Disruptor) WaitComplete(ctx context.Context, namespace, name string) (t
 		return true, nil
 	})
 	return at, err
+}
+
+// rolledOut reads the Deployment and, when its status is complete, its pods; false while it is
+// not.
+func (d *Disruptor) rolledOut(ctx context.Context, namespace, name string) (*appsv1.Deployment, []corev1.Pod, bool, error) {
+	dep, err := d.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || !complete(dep) {
+		return dep, nil, false, err
+	}
+	pods, err := d.pods(ctx, dep)
+	return dep, pods, err == nil, err
 }
 
 // complete says whether the Deployment's status shows its latest template rolled out to every
@@ -153,15 +157,8 @@ func complete(dep *appsv1.Deployment) bool {
 func (d *Disruptor) replaced(ctx context.Context, namespace, name string, before map[types.UID]string, minNew int) (time.Time, error) {
 	var at time.Time
 	err := d.until(ctx, "deployment "+namespace+"/"+name+" whole again", func() (bool, error) {
-		dep, err := d.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if !complete(dep) {
-			return false, nil
-		}
-		pods, err := d.pods(ctx, dep)
-		if err != nil {
+		dep, pods, ok, err := d.rolledOut(ctx, namespace, name)
+		if !ok || err != nil {
 			return false, err
 		}
 		active, fresh := 0, 0

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/schedlens/schedlens/internal/testenv"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/kubelet"
 )
@@ -100,11 +101,7 @@ func TestHeartbeats(t *testing.T) {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(10*time.Second, 10*time.Millisecond, ok) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
