@@ -20,8 +20,12 @@ psql -q "$admin" -c "DROP DATABASE IF EXISTS \"$name\"" >/dev/null
 mkdir -p build
 log=build/screenshots-demo.log # kept: the README quotes the demo's output
 say "running the lab demo (bin/lab demo -exit), output in $log"
-bin/lab demo -exit -database-url "$db" -http-addr 127.0.0.1:0 | tee "$log" | grep -E '^(schedlens:|experiment|run [0-9]|web UI)' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || { say "the demo failed:"; tail -n 30 "$log"; exit 1; }
+if ! bin/lab demo -exit -database-url "$db" -http-addr 127.0.0.1:0 >"$log" 2>"$log.stderr"; then
+	say "the demo failed:"
+	tail -n 30 "$log" "$log.stderr"
+	exit 1
+fi
+grep -E '^(schedlens:|experiment|workload:|what schedlens found)' "$log" || true
 ns=$(sed -nE 's/^schedlens: collector watching namespace ([^ ,]+).*/\1/p' "$log" | head -n1)
 [ -n "$ns" ] || { say "no namespace in the demo's output"; exit 1; }
 prod=$(sed -nE 's/^workload: Deployment ([^/ ]+)\/.*/\1/p' "$log" | head -n1)

@@ -53,7 +53,7 @@ type Stack struct {
 
 	opts   Options
 	ns     *natsserver.Server
-	nc     *nats.Conn // the stack's own view of the stream, for Idle
+	nc     *nats.Conn // the stack's own view of the stream, for CaughtUp
 	js     jetstream.JetStream
 	cancel context.CancelFunc
 	bg     background.Group // the correlator, the api and every collector
@@ -243,19 +243,6 @@ func (s *Stack) CollectorMetrics() prometheus.Gatherer {
 	return r.reg
 }
 
-// Idle reports whether the collector has published everything and the correlator has stored
-// everything in the stream.
-func (s *Stack) Idle(ctx context.Context) (bool, error) {
-	if r := s.current(); r != nil && r.app.Buffered() > 0 {
-		return false, nil
-	}
-	info, err := s.consumerInfo(ctx)
-	if err != nil {
-		return false, err
-	}
-	return info.NumPending == 0 && info.NumAckPending == 0, nil
-}
-
 // consumerInfo is the state of the correlator's durable consumer of the stream: how far it has
 // read and acknowledged.
 func (s *Stack) consumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
@@ -268,7 +255,7 @@ func (s *Stack) consumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, erro
 
 // CaughtUp waits until everything published so far is stored: the collector's buffer is
 // empty, then the correlator has acknowledged the stream up to the last message it held then.
-// Unlike Idle it holds while pods keep being probed.
+// It holds while pods keep being probed.
 func (s *Stack) CaughtUp(ctx context.Context) error {
 	poll := func(ok func() (bool, error)) error {
 		for {

@@ -87,16 +87,12 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		}
 	}
 	fmt.Fprintln(stdout, "waiting for schedlens to store everything")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		idle, err := s.Idle(ctx)
-		if err == nil && idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pipeline not idle after 30s: %v %v", err, s.Err())
-		}
-		time.Sleep(200 * time.Millisecond)
+	// Caught up with what was published so far: the workload's pods are still probed.
+	caught, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = s.CaughtUp(caught)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w %v", err, s.Err())
 	}
 	if o.workload {
 		if err := printDisruptions(ctx, stdout, s.APIAddr, prod, workloadStart.Add(-time.Minute)); err != nil {
