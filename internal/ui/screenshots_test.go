@@ -104,8 +104,9 @@ func TestScreenshots(t *testing.T) {
 	}{
 		{"experiment.png", "/ui/experiments/day20" + q, 1900},
 		{"run-timeline.png", "/ui/experiments/day20/runs/1" + q, 1500},
-		// The demo's unlabelled Deployment (its own namespace, not the runs'), its last hour.
-		{"workload.png", "/ui/workloads/" + url.PathEscape(prod) + "/Deployment/infer?from=-1h", 1500},
+		// The demo's unlabelled Deployment (its own namespace, not the runs'), its last two minutes:
+		// the scenario ran moments before.
+		{"workload.png", "/ui/workloads/" + url.PathEscape(prod) + "/Deployment/infer?from=-2m", 1500},
 		{"disruptions.png", "/ui/disruptions?" + url.Values{"namespace": {prod}}.Encode(), 900},
 	}
 	made := screenshotsMade{Views: viewsDigest(t), Made: time.Now().UTC().Truncate(time.Second), From: screenshotsCommand}
