@@ -94,6 +94,9 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	if err != nil {
 		return fmt.Errorf("%w %v", err, s.Err())
 	}
+	if err := countDisruptions(ctx, stdout, s.APIAddr, ns, start.Add(-time.Minute)); err != nil {
+		return err
+	}
 	if o.workload {
 		if err := printDisruptions(ctx, stdout, s.APIAddr, prod, workloadStart.Add(-time.Minute)); err != nil {
 			return err
@@ -194,6 +197,31 @@ func getJSON(ctx context.Context, u string, v any) error {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// countDisruptions prints how many disruptions of each kind schedlens found in the experiment's
+// namespace since from: its disruption scenarios (rolling update, drain, node rejoin) and the
+// priority arm's preemptions, found from what happened — the scenario labels play no part.
+func countDisruptions(ctx context.Context, w io.Writer, addr, ns string, from time.Time) error {
+	q := url.Values{"namespace": {ns}, "from": {from.UTC().Format(time.RFC3339)}, "to": {"now"}, "limit": {"1000"}}
+	var page struct {
+		Disruptions []report.Disruption `json:"disruptions"`
+	}
+	if err := getJSON(ctx, "http://"+addr+"/v1/disruptions?"+q.Encode(), &page); err != nil {
+		return fmt.Errorf("disruptions: %w", err)
+	}
+	count := map[string]int{}
+	for _, d := range page.Disruptions {
+		count[d.Kind]++
+	}
+	var parts []string
+	for _, k := range report.DisruptionKinds {
+		if count[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", k, count[k]))
+		}
+	}
+	fmt.Fprintf(w, "disruptions schedlens found in namespace %s (from what happened; no label read): %s\n", ns, strings.Join(parts, ", "))
+	return nil
 }
 
 // printDisruptions prints what schedlens found happened to the workload scenario's namespace

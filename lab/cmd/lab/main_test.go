@@ -122,6 +122,9 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^rolling-update\s+8\s+8\s`),
 		// The failed node's pods (1 or 2 of the 2 each repeat) replaced by the ReplicaSet.
 		regexp.MustCompile(`(?m)^node-rejoin\s+[5-8]\s+[5-8]\s`),
+		// The scenarios and the preemptions, found from what happened (scenario labels unread):
+		// each scenario once per repeat.
+		regexp.MustCompile(`(?m)^disruptions schedlens found in namespace mini-\d{8}-\d{6} \(from what happened; no label read\): rollout ×2, drain ×2, node_failure ×2, preemption ×[1-4](, scale ×\d+)?$`),
 		// The workload scenario after the experiment, through the real controllers.
 		regexp.MustCompile(`(?m)^workload: Deployment prod-\d{8}-\d{6}/infer, 3 pods of \S+ with one GPU each`),
 		regexp.MustCompile(`(?m)^\s+rollout\s+replicaset infer-\w+ → infer-\w+: complete in \d+\.\ds$`),
