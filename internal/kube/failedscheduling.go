@@ -2,6 +2,7 @@ package kube
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,4 +162,93 @@ func count(s string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// Reason classes: what kept a pending pod off every node, as a bounded set of words fit for a
+// Prometheus label (ReasonClass). The scheduler's reasons are free text; a class names the
+// filter that refused.
+const (
+	// ClassNone: the scheduler has not said why (no FailedScheduling note yet).
+	ClassNone = "none"
+	// ClassNoNodes: the cluster had no node to consider.
+	ClassNoNodes = "no_nodes"
+	// ClassOther: a reason none of the classes below names (free ports, dynamic resources, a
+	// plugin of a custom scheduler).
+	ClassOther = "other"
+	// ClassNodeUnschedulable: nodes cordoned ("node(s) were unschedulable").
+	ClassNodeUnschedulable = "node_unschedulable"
+	// ClassTaint: taints the pod does not tolerate.
+	ClassTaint = "taint"
+	// ClassNodeAffinity: the pod's node selector, required node affinity or node name.
+	ClassNodeAffinity = "node_affinity"
+	// ClassInsufficientGPU: nodes the pod may run on lack free GPUs ("Insufficient nvidia.com/gpu").
+	ClassInsufficientGPU = "insufficient_gpu"
+	// ClassInsufficientResources: nodes the pod may run on lack other resources (CPU, memory,
+	// pods).
+	ClassInsufficientResources = "insufficient_resources"
+	// ClassVolume: volume binding, zones, limits.
+	ClassVolume = "volume"
+	// ClassTopologySpread: topology spread constraints.
+	ClassTopologySpread = "topology_spread"
+	// ClassPodAffinity: inter-pod affinity or anti-affinity.
+	ClassPodAffinity = "pod_affinity"
+)
+
+// ReasonClasses lists every class ReasonClass returns, in the order of kube-scheduler's filter
+// plugins (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, the volume
+// plugins, PodTopologySpread, InterPodAffinity), after the classes that name no filter.
+var ReasonClasses = []string{ClassNone, ClassNoNodes, ClassOther, ClassNodeUnschedulable, ClassTaint, ClassNodeAffinity,
+	ClassInsufficientResources, ClassInsufficientGPU, ClassVolume, ClassTopologySpread, ClassPodAffinity}
+
+// ReasonClass is the class of a FailedScheduling note (ClassNone for nil): the class of the
+// reason given by the nodes that came closest to fitting — the scheduler stops at a node's first
+// failing filter, so the latest filter in ReasonClasses' order that any node failed is how far
+// the pod got. "2 Insufficient nvidia.com/gpu, 4 node(s) didn't match Pod's node
+// affinity/selector" is insufficient_gpu: two nodes would take the pod but for their GPUs.
+// Between GPUs and other resources (one filter), GPUs win: a node short of both counts in both.
+func ReasonClass(sf *events.SchedulingFailure) string {
+	if sf == nil {
+		return ClassNone
+	}
+	best, rank := ClassOther, -1
+	for _, r := range sf.Reasons {
+		c := classOf(r.Reason)
+		if i := slices.Index(ReasonClasses, c); i > rank {
+			best, rank = c, i
+		}
+	}
+	if len(sf.Reasons) == 0 && sf.Total == 0 {
+		return ClassNoNodes
+	}
+	return best
+}
+
+// classOf is the class of one reason of a note, from kube-scheduler's texts
+// (pkg/scheduler/framework/plugins).
+func classOf(reason string) string {
+	r := strings.ToLower(reason)
+	switch {
+	case reason == noNodesNote:
+		return ClassNoNodes
+	case strings.HasPrefix(r, "insufficient "):
+		if res := strings.TrimSpace(reason[len("insufficient "):]); strings.HasPrefix(res, resourcePrefix) || strings.Contains(strings.ToLower(res), "gpu") {
+			return ClassInsufficientGPU
+		}
+		return ClassInsufficientResources
+	case r == "too many pods":
+		return ClassInsufficientResources
+	case strings.Contains(r, "were unschedulable"):
+		return ClassNodeUnschedulable
+	case strings.Contains(r, "taint"):
+		return ClassTaint
+	case strings.Contains(r, "node affinity/selector"), strings.Contains(r, "requested node name"):
+		return ClassNodeAffinity
+	case strings.Contains(r, "volume"), strings.Contains(r, "persistentvolumeclaim"):
+		return ClassVolume
+	case strings.Contains(r, "topology spread"):
+		return ClassTopologySpread
+	case strings.Contains(r, "affinity"):
+		return ClassPodAffinity
+	}
+	return ClassOther
 }

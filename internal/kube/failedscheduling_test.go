@@ -169,3 +169,39 @@ func TestParseFailedScheduling(t *testing.T) {
 		})
 	}
 }
+
+// Each note's class is the filter the nodes that came closest failed, from the scheduler's own
+// texts.
+func TestReasonClass(t *testing.T) {
+	for _, c := range []struct{ note, want string }{
+		{"", kube.ClassNone},
+		{"no nodes available to schedule pods", kube.ClassNoNodes},
+		{"0/6 nodes are available: 6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling.", kube.ClassInsufficientGPU},
+		{"0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector.", kube.ClassInsufficientGPU},
+		{"0/6 nodes are available: 2 Insufficient cpu, 2 Insufficient nvidia.com/mig-1g.10gb, 2 node(s) had untolerated taint {dedicated: gpu}.", kube.ClassInsufficientGPU},
+		{"0/3 nodes are available: 3 Insufficient memory.", kube.ClassInsufficientResources},
+		{"0/3 nodes are available: 3 Too many pods.", kube.ClassInsufficientResources},
+		{"0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) had untolerated taint {nvidia.com/gpu: present}.", kube.ClassTaint},
+		{"0/4 nodes are available: 4 node(s) had taint {a: b}, that the pod didn't tolerate.", kube.ClassTaint},
+		{"0/4 nodes are available: 4 node(s) were unschedulable.", kube.ClassNodeUnschedulable},
+		{"0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector.", kube.ClassNodeAffinity},
+		{"0/2 nodes are available: 2 node(s) didn't match the requested node name.", kube.ClassNodeAffinity},
+		{"0/5 nodes are available: 2 node(s) had volume node affinity conflict, 3 node(s) didn't match Pod's node affinity/selector.", kube.ClassVolume},
+		{"0/5 nodes are available: pod has unbound immediate PersistentVolumeClaims.", kube.ClassVolume},
+		{"0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) didn't match pod topology spread constraints.", kube.ClassTopologySpread},
+		{"0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) didn't match pod anti-affinity rules.", kube.ClassPodAffinity},
+		{"0/5 nodes are available: 5 node(s) didn't satisfy existing pods anti-affinity rules.", kube.ClassPodAffinity},
+		{"0/5 nodes are available: 5 node(s) didn't have free ports for the requested pod ports.", kube.ClassOther},
+		{"0/5 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 4 node(s) were unschedulable.", kube.ClassNodeUnschedulable},
+	} {
+		var sf *events.SchedulingFailure
+		if c.note != "" {
+			if sf = kube.ParseFailedScheduling(c.note); sf == nil {
+				t.Fatalf("%q does not parse", c.note)
+			}
+		}
+		if got := kube.ReasonClass(sf); got != c.want {
+			t.Errorf("%q: class %s, want %s", c.note, got, c.want)
+		}
+	}
+}

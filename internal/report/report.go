@@ -224,6 +224,18 @@ type WorkloadFilter struct {
 	Node      string // disruptions on this node only
 }
 
+// PendingPod is a pod neither scheduled nor ended when read: whose it is, since when it waits,
+// the GPUs it asks for and the scheduler's latest word on it.
+type PendingPod struct {
+	Workload  events.WorkloadRef
+	Name, UID string
+	// Since is when it was created (else first seen).
+	Since time.Time
+	GPU   *events.GPU
+	// Scheduling is its latest FailedScheduling note, parsed; nil before the scheduler gave one.
+	Scheduling *events.SchedulingFailure
+}
+
 // WorkloadSummary is a workload as the list of a window shows it.
 type WorkloadSummary struct {
 	events.WorkloadRef

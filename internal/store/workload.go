@@ -525,3 +525,65 @@ func (db *DB) revisionMeasures(ctx context.Context, tx pgx.Tx, w *report.Workloa
 	}
 	return nil
 }
+
+// WorkloadInput reads what detection reads of every workload over [from, to] (pods alive from
+// from − Lookback, their controllers' states, every node's changes) in one snapshot, without the
+// requests around the disruptions: what a disruption cost in Ready pods needs none, and the
+// exported workload metrics (internal/workloadmetrics) read nothing else.
+func (db *DB) WorkloadInput(ctx context.Context, from, to time.Time) (workload.Input, error) {
+	var in workload.Input
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		var err error
+		in, err = db.workloadInput(ctx, tx, WorkloadFilter{}, from, to)
+		return err
+	})
+	return in, err
+}
+
+// PendingGPUPods reads the pods first seen from since that ask for GPUs (their latest snapshot's
+// gpu) and are neither scheduled nor ended, with the scheduler's latest FailedScheduling note of
+// each, in namespace and name order.
+func (db *DB) PendingGPUPods(ctx context.Context, since time.Time) ([]report.PendingPod, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT t.namespace, COALESCE(t.workload_kind, 'Pod'), COALESCE(t.workload_name, t.name), t.name, t.uid,
+		       COALESCE(t.created, t.first_seen), g.gpu::text, f.scheduling::text
+		FROM pod_timeline t
+		CROSS JOIN LATERAL (SELECT e.envelope->'data'->'gpu' AS gpu FROM events e
+		                    WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' ORDER BY e.occurred_at DESC LIMIT 1) g
+		LEFT JOIN LATERAL (SELECT e.envelope->'data'->'scheduling' AS scheduling FROM events e
+		                   WHERE e.pod_uid = t.uid AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		                   ORDER BY e.occurred_at DESC LIMIT 1) f ON true
+		WHERE t.uid IN (SELECT uid FROM pods WHERE first_seen >= $1 AND ended_at IS NULL
+		                  AND scheduled_event_at IS NULL AND scheduled_cond_at IS NULL)
+		  AND t.ended IS NULL AND t.scheduled IS NULL AND jsonb_typeof(g.gpu) = 'object'
+		ORDER BY t.namespace, t.name, t.uid`, since)
+	if err != nil {
+		return nil, fmt.Errorf("read the pods waiting for GPUs: %w", err)
+	}
+	out := []report.PendingPod{}
+	var (
+		p          report.PendingPod
+		gpu        string
+		scheduling *string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p.Workload.Namespace, &p.Workload.Kind, &p.Workload.Name, &p.Name, &p.UID, &p.Since, &gpu, &scheduling}, func() error {
+		q := p
+		q.Since = q.Since.UTC()
+		q.GPU = &events.GPU{}
+		if err := json.Unmarshal([]byte(gpu), q.GPU); err != nil {
+			return fmt.Errorf("a stored snapshot's gpu: %w", err)
+		}
+		if scheduling != nil && *scheduling != "null" {
+			q.Scheduling = &events.SchedulingFailure{}
+			if err := json.Unmarshal([]byte(*scheduling), q.Scheduling); err != nil {
+				return fmt.Errorf("a stored FailedScheduling note: %w", err)
+			}
+		}
+		out = append(out, q)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the pods waiting for GPUs: %w", err)
+	}
+	return out, nil
+}

@@ -140,3 +140,19 @@ func Until(d report.Disruption, a report.Affected, to time.Time) time.Time {
 	}
 	return maxTime(*a.RecoveredAt, *d.End)
 }
+
+// BelowDesired are the workloads of in with fewer pods Ready than they want at in.To, each with
+// when that began: the start of its current shortfall, found no earlier than since (a shortfall
+// already under way then is given since). Ready spans of pods still there end at To, which is not
+// a loss (as in Summaries).
+func BelowDesired(in Input, since time.Time) map[events.WorkloadRef]time.Time {
+	v := newView(in)
+	out := map[events.WorkloadRef]time.Time{}
+	for _, k := range v.workloads {
+		ws := shortfalls(v.ready[k], v.desired[k], since, in.To)
+		if n := len(ws); n > 0 && ws[n-1].open {
+			out[k] = ws[n-1].Start
+		}
+	}
+	return out
+}
