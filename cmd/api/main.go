@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/workloadmetrics"
 )
 
 func main() { config.Main(run) }
@@ -26,6 +28,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var (
 		httpAddr, databaseURL, baseline, namespace, kubeconfig string
 		idle                                                   int
+		workloadMetrics                                        time.Duration
 		proc                                                   config.Process
 		authFlags                                              auth.Flags
 		tlsFiles                                               ops.TLSFiles
@@ -34,6 +37,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&httpAddr, "http-addr", config.EnvHTTPAddr, "127.0.0.1:8080", "address the API listens on (also /metrics, /healthz, /readyz); a non-loopback address needs authentication (-auth-token-file, -auth kubernetes) or -insecure-no-auth")
 	fs.Secret(&databaseURL, "database-url", config.EnvDatabaseURL, config.DefaultDatabaseURL, "Postgres `URL` (sslmode=verify-full to verify the server)")
 	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold, "GPU utilisation (percent) under which allocated GPU time counts as idle")
+	fs.Duration(&workloadMetrics, "workload-metrics-interval", "SCHEDLENS_WORKLOAD_METRICS_INTERVAL", workloadmetrics.DefaultInterval, "compute the workload metrics of /metrics (disruptions, workloads below desired, pods waiting for a GPU) from the store this often; 0: not exported")
 	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
 	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")
 	authFlags.Define(fs, "the API and the web UI")
@@ -62,6 +66,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("-gpu-idle-threshold must be in 0..100")
 	}
+	if workloadMetrics < 0 {
+		fs.Usage()
+		return config.Usagef("-workload-metrics-interval must not be negative")
+	}
+	if workloadMetrics == 0 {
+		workloadMetrics = -1 // apiapp: not exported
+	}
 	logger, err := proc.Start(stderr, "api", getenv)
 	if err != nil {
 		fs.Usage()
@@ -88,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger,
-			Auth: a, AuthMetrics: authFlags.Metrics, InsecureNoAuth: authFlags.Insecure, TLS: tlsFiles})
+			Auth: a, AuthMetrics: authFlags.Metrics, InsecureNoAuth: authFlags.Insecure, TLS: tlsFiles, WorkloadMetricsInterval: workloadMetrics})
 	}
 	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))
 	if err != nil {

@@ -1,15 +1,18 @@
 // Package apiapp is the api process: the store, the HTTP API with the web UI under /ui/,
 // /metrics, /healthz and /readyz on one listener, behind Options and Run, so cmd/api, the lab's
 // in-process stack and tests run the same code. Authentication and TLS, when configured, wrap
-// this one handler.
+// this one handler. Beside it, the refresher of the workload metrics (internal/workloadmetrics)
+// reads the store in the background for /metrics.
 package apiapp
 
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/api"
@@ -17,6 +20,7 @@ import (
 	"github.com/schedlens/schedlens/internal/ops"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/ui"
+	"github.com/schedlens/schedlens/internal/workloadmetrics"
 )
 
 // Options configure the api.
@@ -37,6 +41,9 @@ type Options struct {
 	AuthMetrics, InsecureNoAuth bool
 	// TLS, when set, makes the listener serve HTTPS (the pair reloaded when it changes).
 	TLS ops.TLSFiles
+	// WorkloadMetricsInterval is how often the workload metrics are computed from the store
+	// (0: workloadmetrics.DefaultInterval; negative: not exported).
+	WorkloadMetricsInterval time.Duration
 }
 
 // Run serves until ctx ends, then shuts the server down gracefully.
@@ -75,5 +82,14 @@ func Run(ctx context.Context, o Options) error {
 	if h, err = auth.Protect("api", o.HTTPAddr, h, o.Auth, auth.APIPolicy(o.AuthMetrics), o.InsecureNoAuth, o.Logger); err != nil {
 		return err
 	}
-	return ops.Serve(ctx, o.HTTPAddr, h, o.Logger, o.Bound, tlsOpt)
+	g, ctx := errgroup.WithContext(ctx)
+	if o.WorkloadMetricsInterval >= 0 {
+		wm, err := workloadmetrics.New(db, workloadmetrics.Options{Interval: o.WorkloadMetricsInterval, Logger: o.Logger.With("component", "workloadmetrics")}, o.Registry)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return wm.Run(ctx) })
+	}
+	g.Go(func() error { return ops.Serve(ctx, o.HTTPAddr, h, o.Logger, o.Bound, tlsOpt) })
+	return g.Wait()
 }
