@@ -2,12 +2,10 @@ package manifest_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedlens/schedlens/internal/natstest"
@@ -25,43 +25,13 @@ import (
 
 var metricName = regexp.MustCompile(`\bschedlens_[a-z0-9_]+\b`)
 
-// usedMetrics returns, per PromQL expression of the dashboard and the chart's alerts, the
+// usedMetrics returns, per PromQL expression of the dashboards and the chart's alerts, the
 // schedlens metric names it reads.
 func usedMetrics(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	b, err := os.ReadFile(chartDir + "/files/dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Definition string `json:"definition"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatalf("dashboard.json: %v", err)
-	}
-	for _, p := range dash.Panels {
-		if len(p.Targets) == 0 {
-			t.Errorf("dashboard panel %q has no query", p.Title)
-		}
-		for _, tg := range p.Targets {
-			out["dashboard "+p.Title+": "+tg.Expr] = metricName.FindAllString(tg.Expr, -1)
-		}
-	}
-	for _, v := range dash.Templating.List {
-		if v.Definition != "" {
-			out["dashboard variable: "+v.Definition] = metricName.FindAllString(v.Definition, -1)
-		}
+	for where, q := range dashboardQueries(t) {
+		out[where+": "+q] = metricName.FindAllString(q, -1)
 	}
 	var monitoring scenario
 	for _, s := range scenarios(t) {
@@ -133,10 +103,13 @@ func exported(t *testing.T, url string, into map[string]bool) {
 	}
 }
 
-// Every metric the Grafana dashboard and the PrometheusRule alerts read is exported by the
+// Every metric the Grafana dashboards and the PrometheusRule alerts read is exported by the
 // binaries: the collector (run against the lab's API server, probing a pod), the correlator and
 // the api (storing and serving what the collector published) are started for real and scraped,
-// until each name has appeared (a labelled family shows only once it has a sample).
+// until each name has appeared (a labelled family shows only once it has a sample). For the
+// api's workload metrics to have samples, a Deployment is scaled from 1 to 2 replicas while its
+// one pod is Ready (a scale disruption, a workload below desired), and a pod asking for a GPU
+// waits (no scheduler runs here).
 func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	used := usedMetrics(t)
 	want := map[string]bool{}
@@ -174,6 +147,8 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	workloadsFound(t, ns)
+
 	addrs := map[string]string{"collector": testenv.FreeAddr(t), "correlator": testenv.FreeAddr(t), "api": testenv.FreeAddr(t)}
 	common := map[string]string{"SCHEDLENS_NATS_URL": nats, "SCHEDLENS_DATABASE_URL": db, "SCHEDLENS_LOG_FORMAT": "json"}
 	with := func(extra map[string]string) map[string]string {
@@ -189,10 +164,27 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	collector := start(t, bin+"/collector", with(map[string]string{"SCHEDLENS_METRICS_ADDR": addrs["collector"], "SCHEDLENS_NAMESPACES": ns,
 		"SCHEDLENS_PROBE_PORT": strconv.Itoa(port), "SCHEDLENS_DCGM_INTERVAL": "0s"}), "run", "-kubeconfig", cp.Kubeconfig)
 	correlator := start(t, bin+"/correlator", with(map[string]string{"SCHEDLENS_METRICS_ADDR": addrs["correlator"], "SCHEDLENS_BATCH_WAIT": "50ms"}), "serve")
-	api := start(t, bin+"/api", with(map[string]string{"SCHEDLENS_HTTP_ADDR": addrs["api"]}))
+	api := start(t, bin+"/api", with(map[string]string{"SCHEDLENS_HTTP_ADDR": addrs["api"], "SCHEDLENS_WORKLOAD_METRICS_INTERVAL": "1s"}))
 	waitReady(t, "collector", "http://"+addrs["collector"]+"/readyz", collector)
 	waitReady(t, "correlator", "http://"+addrs["correlator"]+"/readyz", correlator)
 	waitReady(t, "api", "http://"+addrs["api"]+"/readyz", api)
+
+	// The Deployment is scaled once its first state is stored (the api reads it).
+	if !testenv.Until(30*time.Second, 200*time.Millisecond, func() bool {
+		_, body := httpGet("http://" + addrs["api"] + "/v1/workloads?namespace=" + ns)
+		return strings.Contains(body, `"name":"web","desired":1,"ready":1,"desired_observed":true`)
+	}) {
+		_, body := httpGet("http://" + addrs["api"] + "/v1/workloads?namespace=" + ns)
+		t.Fatalf("the Deployment's first state never read: %s", body)
+	}
+	d, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr(int32(2))
+	if _, err := cp.Client.AppsV1().Deployments(ns).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	var missing []string
 	deadline := time.Now().Add(60 * time.Second)
@@ -223,5 +215,45 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		}
 		slices.Sort(where)
 		t.Errorf("%s is not exported by the binaries; used by:\n  %s", n, strings.Join(where, "\n  "))
+	}
+}
+
+// workloadsFound creates in ns what the api's workload metrics report: the Deployment web (1
+// replica) with one Ready pod of its ReplicaSet (no controllers run here: the pod is made as the
+// ReplicaSet controller would), and a pod asking for a GPU that no scheduler places.
+func workloadsFound(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}},
+	}
+	created, err := cp.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-5d4c7b9f8-x2x9z", Namespace: ns, Labels: map[string]string{"app": "web", "pod-template-hash": "5d4c7b9f8"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-5d4c7b9f8", UID: created.UID, Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{NodeName: "gpu-node-1", Containers: []corev1.Container{{Name: "web", Image: "web:1"}}},
+	}
+	p, err := cp.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}}
+	if _, err := cp.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gpu := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "train", Image: "train:1",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}}},
+	}
+	if _, err := cp.Client.CoreV1().Pods(ns).Create(ctx, gpu, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
