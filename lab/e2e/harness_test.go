@@ -82,15 +82,20 @@ func newEnv(t *testing.T) *env {
 	return newEnvIn(t, ns)
 }
 
-// newEnvIn is a pipeline watching namespace ns, which exists or will.
-func newEnvIn(t *testing.T, ns string) *env {
+// newEnvIn is a pipeline watching namespace ns, which exists or will; with changes its
+// options go through them first.
+func newEnvIn(t *testing.T, ns string, changes ...func(*stack.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := pgtest.URL(t)
-	s, err := stack.Start(ctx, stack.Options{
+	o := stack.Options{
 		Client: client, DatabaseURL: dbURL, Namespaces: []string{ns}, NATSDir: t.TempDir(), Logger: logger,
 		DCGMTargets: theLab.DCGMTargets,
-	})
+	}
+	for _, c := range changes {
+		c(&o)
+	}
+	s, err := stack.Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/lab/disrupt"
+	"github.com/schedlens/schedlens/lab/stack"
 )
 
 // recorder keeps, from watches, what the controllers did that the scenario's report does not
@@ -166,7 +167,9 @@ func TestWorkloadThroughRealControllers(t *testing.T) {
 	ctx := context.Background()
 	ns := "e2e-workload"
 	rec := record(t, ns)
-	e := newEnvIn(t, ns)                         // schedlens watching the namespace, as a collector with its defaults would
+	// schedlens watching the namespace, as a collector with its defaults would; the api computes
+	// its workload metrics every second.
+	e := newEnvIn(t, ns, func(o *stack.Options) { o.WorkloadMetricsInterval = time.Second })
 	t.Cleanup(func() { deleteNamespace(t, ns) }) // before the pipeline's cleanup: the ReplicaSet would bring its pods back
 	w := &disrupt.Workload{Client: client, Nodes: kubelt, Namespace: ns, Progress: func(step string, d time.Duration) {
 		t.Logf("%-12s done at %5.2fs", step, d.Seconds())
@@ -235,7 +238,7 @@ func TestWorkloadThroughRealControllers(t *testing.T) {
 		t.Errorf("replicasets (-want +got):\n%s", diff)
 	}
 
-	checkDetected(t, e, rec, rep)
+	checkExported(t, e, checkDetected(t, e, rec, rep))
 
 	// The evictions, with the reasons the API server and the taint-eviction controller gave.
 	rec.mu.Lock()
@@ -280,8 +283,9 @@ func deleteNamespace(t *testing.T, ns string) {
 // checkDetected holds schedlens to what happened: GET /v1/disruptions lists exactly the
 // rollout, the drain and the node failure, on their nodes, each touching the Deployment alone,
 // with interruption seconds and recovery within 100 ms of what the pods' own Ready transitions
-// (the test's watch) give; the workload's before/after of its two revisions answers.
-func checkDetected(t *testing.T, e *env, rec *recorder, rep *disrupt.WorkloadReport) {
+// (the test's watch) give; the workload's before/after of its two revisions answers. It returns
+// the disruptions the API listed.
+func checkDetected(t *testing.T, e *env, rec *recorder, rep *disrupt.WorkloadReport) []report.Disruption {
 	t.Helper()
 	e.settle()
 	q := url.Values{"namespace": {e.ns}, "from": {rep.Created.Add(-time.Minute).UTC().Format(time.RFC3339)}, "to": {"now"}}.Encode()
@@ -333,6 +337,7 @@ func checkDetected(t *testing.T, e *env, rec *recorder, rep *disrupt.WorkloadRep
 	if code := e.get("/v1/workloads/"+e.ns+"/Deployment/"+rep.Deployment+"/compare?before=1&after=2&"+q, &ba); code != http.StatusOK || len(ba.Comparison.Arms) != 2 || ba.Note == "" {
 		t.Errorf("before/after of the rollout: HTTP %d, %+v", code, ba)
 	}
+	return page.Disruptions
 }
 
 func deref64(p *float64) any {

@@ -43,6 +43,9 @@ type Options struct {
 	Logger      *slog.Logger
 	// DCGMTargets lists the lab's dcgm-exporters (nil: no GPU samples).
 	DCGMTargets func() []dcgm.Target
+	// WorkloadMetricsInterval is how often the api computes its workload metrics (0: its
+	// default; apiapp.Options).
+	WorkloadMetricsInterval time.Duration
 }
 
 // Stack is the running pipeline: the same apps the binaries run (collectorapp, correlatorapp,
@@ -120,7 +123,7 @@ func (s *Stack) start(ctx context.Context) error {
 		addr = "127.0.0.1:0"
 	}
 	s.bg.Go("api", func() error {
-		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL,
+		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: addr, DatabaseURL: s.opts.DatabaseURL, WorkloadMetricsInterval: s.opts.WorkloadMetricsInterval,
 			Logger: s.opts.Logger.With("component", "api"), Bound: func(a string) { apiUp <- a }})
 	})
 	if err := s.wait(apiUp, "api"); err != nil {
