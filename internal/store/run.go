@@ -165,12 +165,12 @@ func span(pods []align.Summary) (from, to time.Time) {
 // detection reads of their snapshots into facts: one pass over their events.
 func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail, facts *podFacts) error {
 	rows, err := db.pool.Query(ctx, `
-		SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note',
-		       (e.envelope->'data'->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
-		FROM events e
+		SELECT e.pod_uid, e.kind, e.occurred_at, d->>'note',
+		       (d->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
+		FROM events e `+eventData+`
 		WHERE e.pod_uid = ANY($1) AND (
-		      (e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling')
-		   OR (e.kind = 'gpu_sample' AND e.envelope->'data'->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
+		      (e.kind = 'k8s_event' AND d->>'reason' = 'FailedScheduling')
+		   OR (e.kind = 'gpu_sample' AND d->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
 		   OR e.kind = 'pod_status')
 		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
 	if err != nil {
