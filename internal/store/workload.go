@@ -487,68 +487,39 @@ func (db *DB) Workload(ctx context.Context, w events.WorkloadRef, from, to time.
 
 // revisionMeasures fills in what each revision's pods served: requests, the served error rate,
 // latency quantiles of the successful ones (their histograms merged) and the mean GPU
-// utilisation; and each pod's own summaries.
+// utilisation; and each pod's own summaries — from one read of the pods' measures.
 func (db *DB) revisionMeasures(ctx context.Context, tx pgx.Tx, w *report.WorkloadWindow) error {
 	pods := make([]align.Summary, len(w.Pods))
+	uids := make([]string, len(w.Pods))
 	for i, p := range w.Pods {
-		pods[i] = p.Summary
+		pods[i], uids[i] = p.Summary, p.Pod.UID
 	}
-	if err := fillMeasures(ctx, tx, pods, db.idle); err != nil {
+	m, err := readMeasures(ctx, tx, uids)
+	if err != nil {
 		return err
 	}
-	for i := range w.Pods {
-		w.Pods[i].Summary = pods[i]
-	}
-	revOf := map[string]string{}
+	m.fill(pods, db.idle)
+	latency := map[string]map[int32]int64{}
+	util := map[string]map[int32]float64{}
 	counts := map[string]*align.Counts{}
-	for _, p := range w.Pods {
-		revOf[p.Pod.UID] = p.Revision
-		c := counts[p.Revision]
+	for i, p := range w.Pods {
+		w.Pods[i].Summary = pods[i]
+		rev := p.Revision
+		c := counts[rev]
 		if c == nil {
-			c = &align.Counts{}
-			counts[p.Revision] = c
+			c, latency[rev], util[rev] = &align.Counts{}, map[int32]int64{}, map[int32]float64{}
+			counts[rev] = c
 		}
 		c.Requests += p.Counts.Requests
 		c.RequestErrors += p.Counts.RequestErrors
 		c.PreReadyRequests += p.Counts.PreReadyRequests
 		c.PreReadyErrors += p.Counts.PreReadyErrors
-	}
-	uids := make([]string, 0, len(revOf))
-	for uid := range revOf {
-		uids = append(uids, uid)
-	}
-	latency := map[string]map[int32]int64{}
-	util := map[string]map[int32]float64{}
-	rows, err := tx.Query(ctx, `
-		SELECT pod_uid, 'l', bucket, count::float8 FROM pod_latency WHERE pod_uid = ANY($1)
-		UNION ALL
-		SELECT pod_uid, 'g', util, seconds FROM pod_gpu_util WHERE pod_uid = ANY($1)`, uids)
-	if err != nil {
-		return fmt.Errorf("read the revisions' measures: %w", err)
-	}
-	var (
-		uid, what string
-		key       int32
-		v         float64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&uid, &what, &key, &v}, func() error {
-		rev := revOf[uid]
-		switch what {
-		case "l":
-			if latency[rev] == nil {
-				latency[rev] = map[int32]int64{}
-			}
-			latency[rev][key] += int64(v)
-		case "g":
-			if util[rev] == nil {
-				util[rev] = map[int32]float64{}
-			}
-			util[rev][key] += v
+		for k, n := range m.latency[p.Pod.UID] {
+			latency[rev][k] += n
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read the revisions' measures: %w", err)
+		for k, s := range m.util[p.Pod.UID] {
+			util[rev][k] += s
+		}
 	}
 	for i := range w.Revisions {
 		r := &w.Revisions[i]
