@@ -1,8 +1,9 @@
 // Package auth authenticates and authorizes the callers of schedlens' HTTP listeners (the api
 // with its web UI, the collector's ingest): a bearer token, checked against a token file
 // (TokenFile) or by the Kubernetes API (Kubernetes: TokenReview, then SubjectAccessReview), is
-// allowed a role, read or write. Middleware puts it in front of a handler; Policy says which role
-// each request needs. Without an Authenticator a server may only listen on loopback (CheckBind).
+// allowed a role, read or write, and (Scoper) the namespaces it may read. Middleware puts it in
+// front of a handler; Policy says which role each request needs. Without an Authenticator a
+// server may only listen on loopback (CheckBind).
 package auth
 
 import (
@@ -17,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // Role is what a caller may do. Write implies Read.
@@ -66,6 +68,14 @@ var (
 // Authenticator decides whether the caller holding token may act in role need, and names it.
 type Authenticator interface {
 	Authorize(ctx context.Context, token string, need Role) (name string, err error)
+}
+
+// Scoper is an Authenticator whose callers may read some namespaces only: Namespaces returns
+// what decides which, for a token Authorize allowed. The middleware puts it in the request's
+// context (scope.NewContext), where the api and the web UI find it; the role still decides what a
+// caller may do, and writes are not scoped.
+type Scoper interface {
+	Namespaces(ctx context.Context, token string) (scope.Checker, error)
 }
 
 // Policy says which role a request needs (None: open to anyone).
@@ -138,9 +148,16 @@ func Middleware(a Authenticator, p Policy, logger *slog.Logger) func(http.Handle
 				return
 			}
 			name, err := a.Authorize(r.Context(), token, need)
+			ctx := context.WithValue(r.Context(), ctxKey{}, name)
+			if s, ok := a.(Scoper); ok && err == nil {
+				var c scope.Checker
+				if c, err = s.Namespaces(ctx, token); err == nil {
+					ctx = scope.NewContext(ctx, c)
+				}
+			}
 			switch {
 			case err == nil:
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, name)))
+				next.ServeHTTP(w, r.WithContext(ctx))
 			case errors.Is(err, ErrForbidden):
 				logger.Info("request refused", "caller", name, "method", r.Method, "path", r.URL.Path, "needs", need.String())
 				w.Header().Set("WWW-Authenticate", `Bearer realm="schedlens", error="insufficient_scope"`)
