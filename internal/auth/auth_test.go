@@ -176,12 +176,12 @@ func TestTokenFileErrors(t *testing.T) {
 		readToken + "\n":       "line 1: want TOKEN ROLE [NAME]",
 		readToken + " admin\n": `line 1: role "admin"`,
 		"\nshort read\n":       "line 2: the token is shorter than 16",
-		readToken + " read\n" + readToken + " write\n": "line 2: the same token as line 1",
-		readToken + " read a b\n":                      "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 4 fields",
-		readToken + " read a namespaces=x b\n":         "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 5 fields",
+		readToken + " read\n" + readToken + " write\n":  "line 2: the same token as line 1",
+		readToken + " read a b\n":                       "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 4 fields",
+		readToken + " read a namespaces=x b\n":          "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 5 fields",
 		"\n" + readToken + " read namespaces=\n":        `line 2: namespaces=: "" is not a namespace name`,
-		readToken + " read namespaces=team-a,Team_B\n": `line 1: namespaces=: "Team_B" is not a namespace name`,
-		readToken + " read namespaces=a,,b\n":          `line 1: namespaces=: "" is not a namespace name`,
+		readToken + " read namespaces=team-a,Team_B\n":  `line 1: namespaces=: "Team_B" is not a namespace name`,
+		readToken + " read namespaces=a,,b\n":           `line 1: namespaces=: "" is not a namespace name`,
 		readToken + " read namespaces=a namespaces=b\n": "line 1: namespaces= given twice",
 	} {
 		path := filepath.Join(t.TempDir(), "tokens")
