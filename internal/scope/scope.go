@@ -183,3 +183,18 @@ func Check(ctx context.Context, ns string) (bool, error) {
 	}
 	return ok, nil
 }
+
+// CheckEvery reports whether the caller of ctx may read each of namespaces ("" asks for every
+// namespace); an empty list needs every namespace, as Scope.AllowsEvery has it. A read by name
+// of what lives in several namespaces (an experiment).
+func CheckEvery(ctx context.Context, namespaces []string) (bool, error) {
+	if len(namespaces) == 0 {
+		return Check(ctx, "")
+	}
+	for _, ns := range namespaces {
+		if ok, err := Check(ctx, ns); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}

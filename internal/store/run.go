@@ -11,12 +11,15 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/scope"
 	"github.com/schedlens/schedlens/internal/workload"
 )
 
-// report.RunDetail reads a run of an experiment (its pods in namespace; all when empty). ErrNotFound
-// when the run has no pods.
-func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error) {
+// RunDetail reads a run of an experiment (its pods in namespace; all when empty), with the pods
+// of the namespaces s allows that its pods preempted (Outside). ErrNotFound when the run has no
+// pods. Whether the caller may read the run itself is the reader's to check first
+// (ExperimentNamespaces).
+func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string, s scope.Scope) (report.RunDetail, error) {
 	d := report.RunDetail{Experiment: experiment, Namespace: namespace, Run: run,
 		FailedScheduling: map[string][]report.SchedulingFailure{}, GPU: map[string][]report.GPUPoint{}}
 	cursor := ""
@@ -39,7 +42,8 @@ func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) 
 		uids[i] = p.Pod.UID
 	}
 	rows, err := db.pool.Query(ctx, `SELECT `+summaryColumns+` FROM pod_timeline
-		WHERE preempted_by = ANY($1) AND uid <> ALL($1) ORDER BY first_seen, uid`, uids)
+		WHERE preempted_by = ANY($1) AND uid <> ALL($1) AND ($2::text[] IS NULL OR namespace = ANY($2))
+		ORDER BY first_seen, uid`, uids, s.Namespaces())
 	if err != nil {
 		return d, fmt.Errorf("read victims of run %s/%s: %w", experiment, run, err)
 	}

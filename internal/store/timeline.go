@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // summaryColumns are read from the pod_timeline view, in scanSummary's order.
@@ -123,6 +124,8 @@ func unlistedKinds() []string {
 // PodFilter selects pods; empty fields match everything.
 type PodFilter struct {
 	Experiment, Arm, Run, Namespace, Node string
+	// Scope is the namespaces the caller may read (the zero Scope: every one).
+	Scope scope.Scope
 }
 
 // PodPage is one page of pods and the cursor of the next page ("" when this is the last).
@@ -156,6 +159,9 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 		if c.v != "" {
 			add(c.col+" = $%d", c.v)
 		}
+	}
+	if f.Scope.Limited() {
+		add("namespace = ANY($%d)", f.Scope.Namespaces())
 	}
 	if after != "" {
 		c, err := decodeCursor(after)

@@ -104,9 +104,10 @@ func (db *DB) workloadInput(ctx context.Context, tx pgx.Tx, f WorkloadFilter, fr
 		              WHERE first_seen <= $2 AND (ended_at IS NULL OR ended_at >= $1)
 		                AND ($3 = '' OR namespace = $3)
 		                AND ($4 = '' OR COALESCE(workload_kind, 'Pod') = $4)
-		                AND ($5 = '' OR COALESCE(workload_name, name) = $5))
+		                AND ($5 = '' OR COALESCE(workload_name, name) = $5)
+		                AND ($6::text[] IS NULL OR namespace = ANY($6)))
 		  AND (ended IS NULL OR ended >= $1)
-		ORDER BY first_seen, uid`, since, to, f.Namespace, f.Kind, f.Name)
+		ORDER BY first_seen, uid`, since, to, f.Namespace, f.Kind, f.Name, f.Scope.Namespaces())
 	if err != nil {
 		return in, fmt.Errorf("read the window's pods: %w", err)
 	}
@@ -268,8 +269,9 @@ func workloadStates(ctx context.Context, q querier, f WorkloadFilter, since, to 
 		WITH scope AS (
 			SELECT * FROM workload_states
 			WHERE ($3 = '' OR namespace = $3) AND (cardinality($4::text[]) = 0 OR kind = ANY($4))
-			  AND ($5 = '' OR name = $5 OR kind = 'ReplicaSet' AND status->'owner'->>'name' = $5))`,
-		since, to, f.Namespace, kinds, f.Name)
+			  AND ($5 = '' OR name = $5 OR kind = 'ReplicaSet' AND status->'owner'->>'name' = $5)
+			  AND ($6::text[] IS NULL OR namespace = ANY($6)))`,
+		since, to, f.Namespace, kinds, f.Name, f.Scope.Namespaces())
 }
 
 // statesOf reads the states of the controllers of the workloads ws (a Deployment's with its
@@ -435,11 +437,12 @@ func mergeSpans(spans []align.Span) []align.Span {
 }
 
 // Disruptions lists the disruptions among the pods of f that overlap [from, to], newest first
-// (on f.Node only, when set).
+// (on f.Node only, when set). With f.Scope limited, detection sees only the pods and controllers
+// of its namespaces: a drain that also evicted pods elsewhere is listed with these pods alone.
 func (db *DB) Disruptions(ctx context.Context, f WorkloadFilter, from, to time.Time) ([]report.Disruption, error) {
 	var out []report.Disruption
 	err := db.readOnly(ctx, func(tx pgx.Tx) error {
-		_, ds, err := db.detect(ctx, tx, WorkloadFilter{Namespace: f.Namespace, Kind: f.Kind, Name: f.Name}, from, to)
+		_, ds, err := db.detect(ctx, tx, WorkloadFilter{Namespace: f.Namespace, Kind: f.Kind, Name: f.Name, Scope: f.Scope}, from, to)
 		out = ds
 		return err
 	})
