@@ -67,3 +67,6 @@ func (db *DB) DisruptionsReadingAllRequests(ctx context.Context, f WorkloadFilte
 	})
 	return out, err
 }
+
+// DefinitionNamespace is definitionNamespace (tests only).
+func DefinitionNamespace(eventID string) (string, bool) { return definitionNamespace(eventID) }
