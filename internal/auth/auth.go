@@ -128,8 +128,9 @@ func Caller(ctx context.Context) string {
 
 // Middleware puts a in front of a handler: a request the policy opens passes; any other needs a
 // bearer token (`Authorization: Bearer TOKEN`; `Basic` with the token as the password is taken
-// too, so a browser can open /ui/ by itself) that a allows the role the request needs. Refusals
-// are problem+json: 401 with a WWW-Authenticate challenge, 403, or 503 with Retry-After.
+// too, so a browser can open /ui/ by itself) that a allows the role the request needs; when a is
+// a Scoper, the caller's namespaces go in the request's context (scope.NewContext). Refusals are
+// problem+json: 401 with a WWW-Authenticate challenge, 403, or 503 with Retry-After.
 func Middleware(a Authenticator, p Policy, logger *slog.Logger) func(http.Handler) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
