@@ -7,6 +7,10 @@
 // experiment event). POST /v1/requests/lookup reads too: a POST because its ids come in a body.
 // External request results are written elsewhere: POST /v1/ingest/requests is the collector's
 // (its own -ingest-addr listener).
+//
+// Every read covers the namespaces its caller may read, as authentication put them in the
+// request's context (internal/scope; scope.go): lists are read through the store with them and
+// count what they leave out (namespaces_hidden), and a read by name outside them is a 403.
 package api
 
 import (
