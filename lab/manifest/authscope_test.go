@@ -173,14 +173,7 @@ func TestKubernetesAuthScopesReadsToANamespace(t *testing.T) {
 		reader := caller(t, ns, "team-a-reader", ns+"-schedlens-read")
 		bindInNamespace(t, eventgen.TeamA, ns, "team-a-reader", ns+"-schedlens-read-namespace")
 		admin := caller(t, ns, "platform", ns+"-schedlens-read")
-		b := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: ns + "-platform-every-namespace"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: ns + "-schedlens-read-namespace"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "platform", Namespace: ns}},
-		}
-		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		bindClusterWide(t, ns, "platform", ns+"-schedlens-read-namespace")
 		readsOnlyTeamA(t, "http://"+addr, reader, admin, tm)
 		if strings.Contains(api.String(), reader) {
 			t.Errorf("the api logged a token:\n%s", api.String())
