@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&baseline, "baseline", "", "compare: the baseline arm (default: the definition's, else control)")
 	fs.StringVar(&namespace, "namespace", "", "compare: only the experiment's pods in this namespace (default all)")
 	authFlags.Define(fs, "the API and the web UI")
+	authFlags.DefineScope(fs)
 	fs.String(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "-auth kubernetes: kubeconfig of the API server that reviews tokens (default: in-cluster config, else ~/.kube/config)")
 	config.TLSFlags(fs, &tlsFiles.CertFile, &tlsFiles.KeyFile)
 	proc.Define(fs)

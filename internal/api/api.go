@@ -7,6 +7,10 @@
 // experiment event). POST /v1/requests/lookup reads too: a POST because its ids come in a body.
 // External request results are written elsewhere: POST /v1/ingest/requests is the collector's
 // (its own -ingest-addr listener).
+//
+// Every read covers the namespaces its caller may read, as authentication put them in the
+// request's context (internal/scope; scope.go): lists are read through the store with them and
+// count what they leave out (namespaces_hidden), and a read by name outside them is a 403.
 package api
 
 import (
@@ -131,6 +135,9 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tl, err := s.db.Timeline(r.Context(), uid)
+	if !s.mayReadPod(w, r, uid, tl.Pod.Namespace, err) {
+		return
+	}
 	if s.failed(w, r, err, "Unknown pod", fmt.Sprintf("no events about pod %s", uid)) {
 		return
 	}
@@ -143,15 +150,19 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f := store.PodFilter{Experiment: q.Get("experiment"), Arm: q.Get("arm"), Run: q.Get("run"), Namespace: q.Get("namespace"), Node: q.Get("node")}
+	sc, ok := s.listScope(w, r)
+	if !ok {
+		return
+	}
+	f := store.PodFilter{Experiment: q.Get("experiment"), Arm: q.Get("arm"), Run: q.Get("run"), Namespace: q.Get("namespace"), Node: q.Get("node"), Scope: sc}
 	page, err := s.db.ListPods(r.Context(), f, limit, q.Get("cursor"))
-	s.writePage(w, r, err, "pods", page.Pods, page.NextCursor)
+	s.writePage(w, r, err, "pods", page.Pods, page.NextCursor, map[string]any{"namespaces_hidden": sc.Hidden()})
 }
 
 // writePage answers with one page of a cursor-paged list (/v1/pods, /v1/unattributed-requests):
-// its items under key and next_cursor, null on the last page; or, when err, the problem it is, a
-// 400 for a cursor the endpoint did not hand out.
-func (s *Server) writePage(w http.ResponseWriter, r *http.Request, err error, key string, items any, nextCursor string) {
+// its items under key, next_cursor (null on the last page) and the fields of more; or, when err,
+// the problem it is, a 400 for a cursor the endpoint did not hand out.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, err error, key string, items any, nextCursor string, more map[string]any) {
 	if errors.Is(err, store.ErrBadCursor) {
 		problem(w, http.StatusBadRequest, "Bad cursor", "cursor must be a next_cursor value returned by this endpoint")
 		return
@@ -164,19 +175,52 @@ func (s *Server) writePage(w http.ResponseWriter, r *http.Request, err error, ke
 	if nextCursor != "" {
 		next = &nextCursor
 	}
-	writeJSON(w, map[string]any{key: items, "next_cursor": next})
+	body := map[string]any{key: items, "next_cursor": next}
+	for k, v := range more {
+		body[k] = v
+	}
+	writeJSON(w, body)
+}
+
+// ScopedStats is /v1/stats for a caller who may read some namespaces only: their pods. What no
+// namespace owns (events by kind, dead letters, results waiting for a pod) is left out.
+type ScopedStats struct {
+	PodsTotal        int64 `json:"pods_total"`
+	NamespacesHidden int   `json:"namespaces_hidden"`
+}
+
+// Stats is /v1/stats for a caller of every namespace.
+type Stats struct {
+	store.Stats
+	NamespacesHidden int `json:"namespaces_hidden"`
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.readScope(w, r)
+	if !ok {
+		return
+	}
+	if sc.Limited() {
+		n, err := s.db.PodCount(r.Context(), sc)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		writeJSON(w, ScopedStats{PodsTotal: n, NamespacesHidden: sc.Hidden()})
+		return
+	}
 	st, err := s.db.Stats(r.Context())
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, st)
+	writeJSON(w, Stats{Stats: st})
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	if !s.mayReadAll(w, r) {
+		return
+	}
 	limit, ok := parseLimit(w, r)
 	if !ok {
 		return
@@ -192,6 +236,9 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 // interruptions serves the service interruptions of every arm of an experiment run.
 func (s *Server) interruptions(w http.ResponseWriter, r *http.Request) {
 	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
+	if !s.mayReadExperiment(w, r, name) {
+		return
+	}
 	minGap := time.Second
 	if v := r.URL.Query().Get("min_gap"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -18,15 +18,22 @@ import (
 )
 
 func (s *Server) listExperiments(w http.ResponseWriter, r *http.Request) {
-	list, err := s.db.Experiments(r.Context())
+	sc, ok := s.readScope(w, r)
+	if !ok {
+		return
+	}
+	list, err := s.db.Experiments(r.Context(), sc)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, map[string]any{"experiments": list})
+	writeJSON(w, map[string]any{"experiments": list, "namespaces_hidden": sc.Hidden()})
 }
 
 func (s *Server) experiment(w http.ResponseWriter, r *http.Request) {
+	if !s.mayReadExperiment(w, r, chi.URLParam(r, "name")) {
+		return
+	}
 	e, err := s.db.Experiment(r.Context(), chi.URLParam(r, "name"))
 	if s.failed(w, r, err, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", chi.URLParam(r, "name"))) {
 		return
@@ -118,6 +125,9 @@ func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
 // compute builds the comparison, writing the problem itself when it cannot.
 func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bool) {
 	name := chi.URLParam(r, "name")
+	if !s.mayReadExperiment(w, r, name) {
+		return Comparison{}, false
+	}
 	c, err := s.db.Comparison(r.Context(), name, r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline"))
 	var bad *compare.BadBaselineError
 	switch {

@@ -23,6 +23,9 @@ type LookupResponse struct {
 // through it whether the correlator stored its results and on which pods they landed. It is
 // a POST only because a thousand ids do not fit in a URL; it changes nothing.
 func (s *Server) lookupRequests(w http.ResponseWriter, r *http.Request) {
+	if !s.mayReadAll(w, r) {
+		return
+	}
 	var body LookupRequest
 	dec := json.NewDecoder(r.Body) // limitBody caps it
 	dec.DisallowUnknownFields()
@@ -50,11 +53,14 @@ func (s *Server) lookupRequests(w http.ResponseWriter, r *http.Request) {
 
 // unattributed lists the results waiting for a pod, oldest first, paged like /v1/pods.
 func (s *Server) unattributed(w http.ResponseWriter, r *http.Request) {
+	if !s.mayReadAll(w, r) {
+		return
+	}
 	q := r.URL.Query()
 	limit, ok := parseLimit(w, r)
 	if !ok {
 		return
 	}
 	page, err := s.db.Unattributed(r.Context(), store.UnattributedFilter{Cluster: q.Get("cluster"), Source: q.Get("source")}, limit, q.Get("cursor"))
-	s.writePage(w, r, err, "unattributed_requests", page.Requests, page.NextCursor)
+	s.writePage(w, r, err, "unattributed_requests", page.Requests, page.NextCursor, nil)
 }

@@ -62,6 +62,8 @@ type WorkloadPage struct {
 	To         time.Time                `json:"to"`
 	Workloads  []report.WorkloadSummary `json:"workloads"`
 	NextCursor string                   `json:"next_cursor,omitempty"`
+	// NamespacesHidden counts the namespaces schedlens holds that the caller may not read.
+	NamespacesHidden int `json:"namespaces_hidden"`
 }
 
 // DisruptionPage is the answer of GET /v1/disruptions.
@@ -70,6 +72,8 @@ type DisruptionPage struct {
 	To          time.Time           `json:"to"`
 	Disruptions []report.Disruption `json:"disruptions"`
 	NextCursor  string              `json:"next_cursor,omitempty"`
+	// NamespacesHidden counts the namespaces schedlens holds that the caller may not read.
+	NamespacesHidden int `json:"namespaces_hidden"`
 }
 
 // afterCursor returns the items after the cursor's key (keys in list order) and the next
@@ -105,8 +109,12 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sc, ok := s.listScope(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
-	ws, err := s.db.Workloads(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind"))}, from, to)
+	ws, err := s.db.Workloads(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Scope: sc}, from, to)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -116,13 +124,16 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, WorkloadPage{From: from, To: to, Workloads: page, NextCursor: next})
+	writeJSON(w, WorkloadPage{From: from, To: to, Workloads: page, NextCursor: next, NamespacesHidden: sc.Hidden()})
 }
 
 // workloadWindow reads the workload of the path over the request's window; false when it
 // answered the request with a problem.
 func (s *Server) workloadWindow(w http.ResponseWriter, r *http.Request) (report.WorkloadWindow, events.WorkloadRef, bool) {
 	ref := workloadRef(r)
+	if !s.mayRead(w, r, ref.Namespace) {
+		return report.WorkloadWindow{}, ref, false
+	}
 	from, to, ok := readWindow(w, r)
 	if !ok {
 		return report.WorkloadWindow{}, ref, false
@@ -154,8 +165,12 @@ func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sc, ok := s.listScope(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
-	ds, err := s.db.Disruptions(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Node: q.Get("node")}, from, to)
+	ds, err := s.db.Disruptions(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}, from, to)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -168,7 +183,7 @@ func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, DisruptionPage{From: from, To: to, Disruptions: page, NextCursor: next})
+	writeJSON(w, DisruptionPage{From: from, To: to, Disruptions: page, NextCursor: next, NamespacesHidden: sc.Hidden()})
 }
 
 // parseSide reads a before/after side: "FROM..TO" (each as ParseTime reads it) or a revision
@@ -195,6 +210,9 @@ func parseSide(name, v string, now time.Time) (store.Side, error) {
 }
 
 func (s *Server) workloadComparison(w http.ResponseWriter, r *http.Request) {
+	if !s.mayRead(w, r, chi.URLParam(r, "namespace")) {
+		return
+	}
 	from, to, ok := readWindow(w, r)
 	if !ok {
 		return

@@ -1,8 +1,9 @@
 // Package auth authenticates and authorizes the callers of schedlens' HTTP listeners (the api
 // with its web UI, the collector's ingest): a bearer token, checked against a token file
 // (TokenFile) or by the Kubernetes API (Kubernetes: TokenReview, then SubjectAccessReview), is
-// allowed a role, read or write. Middleware puts it in front of a handler; Policy says which role
-// each request needs. Without an Authenticator a server may only listen on loopback (CheckBind).
+// allowed a role, read or write, and (Scoper) the namespaces it may read. Middleware puts it in
+// front of a handler; Policy says which role each request needs. Without an Authenticator a
+// server may only listen on loopback (CheckBind).
 package auth
 
 import (
@@ -17,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/schedlens/schedlens/internal/ops"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // Role is what a caller may do. Write implies Read.
@@ -66,6 +68,14 @@ var (
 // Authenticator decides whether the caller holding token may act in role need, and names it.
 type Authenticator interface {
 	Authorize(ctx context.Context, token string, need Role) (name string, err error)
+}
+
+// Scoper is an Authenticator whose callers may read some namespaces only: Namespaces returns
+// what decides which, for a token Authorize allowed. The middleware puts it in the request's
+// context (scope.NewContext), where the api and the web UI find it; the role still decides what a
+// caller may do, and writes are not scoped.
+type Scoper interface {
+	Namespaces(ctx context.Context, token string) (scope.Checker, error)
 }
 
 // Policy says which role a request needs (None: open to anyone).
@@ -118,8 +128,9 @@ func Caller(ctx context.Context) string {
 
 // Middleware puts a in front of a handler: a request the policy opens passes; any other needs a
 // bearer token (`Authorization: Bearer TOKEN`; `Basic` with the token as the password is taken
-// too, so a browser can open /ui/ by itself) that a allows the role the request needs. Refusals
-// are problem+json: 401 with a WWW-Authenticate challenge, 403, or 503 with Retry-After.
+// too, so a browser can open /ui/ by itself) that a allows the role the request needs; when a is
+// a Scoper, the caller's namespaces go in the request's context (scope.NewContext). Refusals are
+// problem+json: 401 with a WWW-Authenticate challenge, 403, or 503 with Retry-After.
 func Middleware(a Authenticator, p Policy, logger *slog.Logger) func(http.Handler) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -138,9 +149,16 @@ func Middleware(a Authenticator, p Policy, logger *slog.Logger) func(http.Handle
 				return
 			}
 			name, err := a.Authorize(r.Context(), token, need)
+			ctx := context.WithValue(r.Context(), ctxKey{}, name)
+			if s, ok := a.(Scoper); ok && err == nil {
+				var c scope.Checker
+				if c, err = s.Namespaces(ctx, token); err == nil {
+					ctx = scope.NewContext(ctx, c)
+				}
+			}
 			switch {
 			case err == nil:
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, name)))
+				next.ServeHTTP(w, r.WithContext(ctx))
 			case errors.Is(err, ErrForbidden):
 				logger.Info("request refused", "caller", name, "method", r.Method, "path", r.URL.Path, "needs", need.String())
 				w.Header().Set("WWW-Authenticate", `Bearer realm="schedlens", error="insufficient_scope"`)

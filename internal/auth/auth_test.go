@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/schedlens/schedlens/internal/auth"
+	"github.com/schedlens/schedlens/internal/scope"
 	"github.com/schedlens/schedlens/internal/testenv"
 )
 
@@ -173,8 +176,13 @@ func TestTokenFileErrors(t *testing.T) {
 		readToken + "\n":       "line 1: want TOKEN ROLE [NAME]",
 		readToken + " admin\n": `line 1: role "admin"`,
 		"\nshort read\n":       "line 2: the token is shorter than 16",
-		readToken + " read\n" + readToken + " write\n": "line 2: the same token as line 1",
-		readToken + " read a b\n":                      "line 1: want TOKEN ROLE [NAME], got 4 fields",
+		readToken + " read\n" + readToken + " write\n":  "line 2: the same token as line 1",
+		readToken + " read a b\n":                       "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 4 fields",
+		readToken + " read a namespaces=x b\n":          "line 1: want TOKEN ROLE [NAME] [namespaces=NS,NS…], got 5 fields",
+		"\n" + readToken + " read namespaces=\n":        `line 2: namespaces=: "" is not a namespace name`,
+		readToken + " read namespaces=team-a,Team_B\n":  `line 1: namespaces=: "Team_B" is not a namespace name`,
+		readToken + " read namespaces=a,,b\n":           `line 1: namespaces=: "" is not a namespace name`,
+		readToken + " read namespaces=a namespaces=b\n": "line 1: namespaces= given twice",
 	} {
 		path := filepath.Join(t.TempDir(), "tokens")
 		writeFile(t, path, content)
@@ -185,6 +193,52 @@ func TestTokenFileErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), readToken) {
 			t.Errorf("%q: the error shows the token: %v", content, err)
 		}
+		if err != nil && !strings.Contains(err.Error(), path) {
+			t.Errorf("%q: the error does not name the file: %v", content, err)
+		}
+	}
+}
+
+// A token line may name the namespaces its caller reads; a line without namespaces= reads every
+// namespace, as before. The middleware hands the handler the caller's scope.
+func TestTokenFileNamespaces(t *testing.T) {
+	const teamA, teamAB = "team-a-token-0123456789", "team-ab-token-0123456789"
+	_, tf := tokenFile(t, readToken+" read grafana\n"+
+		teamA+" read team-a namespaces=team-a\n"+
+		teamAB+" write namespaces=team-b,team-a # NAME defaults to token-3\n")
+	known := func(context.Context) ([]string, error) { return []string{"team-a", "team-b", "team-c"}, nil }
+	var got scope.Scope
+	h := auth.Middleware(tf, auth.APIPolicy(false), nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		if got, err = scope.Resolve(r.Context(), known); err != nil {
+			t.Error(err)
+		}
+		w.Header().Set("X-Caller", auth.Caller(r.Context()))
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for _, tc := range []struct {
+		token, caller string
+		want          []string // nil: every namespace
+		hidden        int
+	}{
+		{readToken, "grafana", nil, 0},
+		{teamA, "team-a", []string{"team-a"}, 2},
+		{teamAB, "token-3", []string{"team-a", "team-b"}, 1},
+	} {
+		req := httptest.NewRequest("GET", "/v1/workloads", nil)
+		req.Header.Set("Authorization", "Bearer "+tc.token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 204 || rec.Header().Get("X-Caller") != tc.caller {
+			t.Fatalf("%s: %d, caller %q", tc.caller, rec.Code, rec.Header().Get("X-Caller"))
+		}
+		if diff := cmp.Diff(tc.want, got.Namespaces()); diff != "" || got.Hidden() != tc.hidden {
+			t.Errorf("%s: %v, want %v with %d hidden (-want +got):\n%s", tc.caller, got, tc.want, tc.hidden, diff)
+		}
+	}
+	// The scope limits reads; a write token limited to namespaces still writes.
+	if a := call(t, auth.Middleware(tf, auth.APIPolicy(false), nil)(ok), "PUT", "/v1/experiments/day1", "Bearer "+teamAB); a.code != 204 {
+		t.Errorf("PUT with a write token limited to namespaces: %d, want 204", a.code)
 	}
 }
 

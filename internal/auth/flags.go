@@ -21,6 +21,9 @@ type Flags struct {
 	Audiences string // comma-separated TokenReview audiences
 	Metrics   bool   // protect /metrics too (role read)
 	Insecure  bool   // -insecure-no-auth: serve without authentication on any address
+	// ScopeResource (RESOURCE[.GROUP]) and ScopeVerb are what -auth kubernetes checks in a
+	// namespace before a caller reads it (DefineScope; DefaultScope when not defined).
+	ScopeResource, ScopeVerb string
 }
 
 // Define registers -auth, -auth-token-file, -auth-group, -auth-resource, -auth-namespace,
@@ -37,6 +40,31 @@ func (f *Flags) Define(fs *config.FlagSet, what string) {
 	fs.Duration(&f.CacheTTL, "auth-cache-ttl", "SCHEDLENS_AUTH_CACHE_TTL", DefaultCacheTTL, "-auth kubernetes: how long a decision is reused for the same token")
 	fs.Bool(&f.Metrics, "auth-metrics", "SCHEDLENS_AUTH_METRICS", false, "/metrics needs role read too (default: open, like /healthz and /readyz)")
 	fs.Bool(&f.Insecure, "insecure-no-auth", "SCHEDLENS_INSECURE_NO_AUTH", false, "serve "+what+" without authentication on a non-loopback address (only behind something that authenticates)")
+}
+
+// DefineScope registers -auth-scope-resource and -auth-scope-verb: what the api checks, in
+// -auth kubernetes mode, before a caller reads a namespace (the collector's listeners read no
+// namespace and do not define them).
+func (f *Flags) DefineScope(fs *config.FlagSet) {
+	fs.String(&f.ScopeResource, "auth-scope-resource", "SCHEDLENS_AUTH_SCOPE_RESOURCE", DefaultScope.Resource,
+		"-auth kubernetes: a caller reads a namespace where it may -auth-scope-verb this `RESOURCE[.GROUP]` (pods: what it may get with kubectl; or a resource of the chart's, such as namespaces.schedlens.io); cluster-wide, every namespace")
+	fs.String(&f.ScopeVerb, "auth-scope-verb", "SCHEDLENS_AUTH_SCOPE_VERB", DefaultScope.Verb, "-auth kubernetes: the verb -auth-scope-resource is checked with")
+}
+
+// scopeRule is the ScopeRule the flags name (DefaultScope where they are not set).
+func (f Flags) scopeRule() (ScopeRule, error) {
+	rule := DefaultScope
+	if f.ScopeResource != "" {
+		res, group, err := ParseScopeResource(f.ScopeResource)
+		if err != nil {
+			return rule, config.Usagef("-auth-scope-resource %v", err)
+		}
+		rule.Resource, rule.Group = res, group
+	}
+	if f.ScopeVerb != "" {
+		rule.Verb = strings.TrimSpace(f.ScopeVerb)
+	}
+	return rule, nil
 }
 
 // Check validates the flags without building anything.
@@ -59,6 +87,9 @@ func (f Flags) Check() error {
 		}
 		if f.CacheTTL < 0 {
 			return config.Usagef("-auth-cache-ttl must be ≥ 0")
+		}
+		if _, err := f.scopeRule(); err != nil {
+			return err
 		}
 	default:
 		return config.Usagef("-auth %q: want token, kubernetes or none", f.Mode)
@@ -103,7 +134,15 @@ func (f Flags) Build(client kubernetes.Interface, logger *slog.Logger) (Authenti
 		if ttl == 0 {
 			ttl = -1 // asked for no cache
 		}
-		return NewKubernetes(client, f.Resource, ttl, aud...)
+		k, err := NewKubernetes(client, f.Resource, ttl, aud...)
+		if err != nil {
+			return nil, err
+		}
+		rule, err := f.scopeRule()
+		if err != nil {
+			return nil, err
+		}
+		return k.WithScope(rule)
 	}
 	return nil, nil
 }

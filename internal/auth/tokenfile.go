@@ -10,10 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // MinTokenLen is the shortest token a token file may hold: 16 characters (a guessable token is
@@ -23,9 +26,10 @@ const MinTokenLen = 16
 // maxTokenFile bounds a token file.
 const maxTokenFile = 1 << 20
 
-// TokenFile authenticates static bearer tokens from a file, one `TOKEN ROLE [NAME]` per line
-// (ROLE read or write; NAME, for the logs, defaults to "token-LINE"; '#' starts a comment, blank
-// lines are skipped). The file is read again when it changes (its modification time, size or
+// TokenFile authenticates static bearer tokens from a file, one
+// `TOKEN ROLE [NAME] [namespaces=NS,NS…]` per line (ROLE read or write; NAME, for the logs,
+// defaults to "token-LINE"; namespaces= limits what the token reads to those namespaces, every
+// namespace without it; '#' starts a comment, blank lines are skipped). The file is read again when it changes (its modification time, size or
 // inode — a Kubernetes Secret volume swaps a symlink), at most once per second; a change that does
 // not parse is logged and the tokens read before are kept. Tokens are kept and compared as
 // SHA-256 digests, every entry in constant time, and never logged.
@@ -44,6 +48,19 @@ type tokenEntry struct {
 	digest [32]byte
 	role   Role
 	name   string
+	// namespaces are the namespaces the token may read; nil: every namespace.
+	namespaces namespaceSet
+}
+
+// namespaceSet is a token's scope.Checker: the namespaces it may read, nil for every one.
+type namespaceSet []string
+
+// Allows implements scope.Checker.
+func (s namespaceSet) Allows(_ context.Context, ns string) (bool, error) {
+	if s == nil {
+		return true, nil
+	}
+	return ns != "" && slices.Contains(s, ns), nil
 }
 
 type fileStamp struct {
@@ -75,6 +92,28 @@ func (t *TokenFile) Len() int {
 
 // Authorize implements Authenticator.
 func (t *TokenFile) Authorize(_ context.Context, token string, need Role) (string, error) {
+	e, ok := t.lookup(token)
+	if !ok {
+		return "", ErrUnauthenticated
+	}
+	if e.role < need {
+		return e.name, ErrForbidden
+	}
+	return e.name, nil
+}
+
+// Namespaces implements Scoper: the namespaces of the token's line, every one without
+// namespaces=.
+func (t *TokenFile) Namespaces(_ context.Context, token string) (scope.Checker, error) {
+	e, ok := t.lookup(token)
+	if !ok {
+		return nil, ErrUnauthenticated
+	}
+	return e.namespaces, nil
+}
+
+// lookup finds token's entry.
+func (t *TokenFile) lookup(token string) (tokenEntry, bool) {
 	entries := t.current()
 	d := digest(token)
 	found := -1
@@ -84,13 +123,9 @@ func (t *TokenFile) Authorize(_ context.Context, token string, need Role) (strin
 		}
 	}
 	if found < 0 {
-		return "", ErrUnauthenticated
+		return tokenEntry{}, false
 	}
-	e := entries[found]
-	if e.role < need {
-		return e.name, ErrForbidden
-	}
-	return e.name, nil
+	return entries[found], true
 }
 
 // current returns the entries, reading the file again first when it changed.
@@ -157,8 +192,8 @@ func (t *TokenFile) read() (fileStamp, []tokenEntry, error) {
 	return st, entries, nil
 }
 
-// ParseTokens reads a token file's content. Errors give the line number and what is wrong with
-// it, never the token.
+// ParseTokens reads a token file's content: `TOKEN ROLE [NAME] [namespaces=NS,NS…]` per line.
+// Errors give the line number and what is wrong with it, never the token.
 func ParseTokens(b []byte) ([]tokenEntry, error) {
 	var (
 		entries []tokenEntry
@@ -176,30 +211,17 @@ func ParseTokens(b []byte) ([]tokenEntry, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) < 2 || len(f) > 3 {
-			errs = append(errs, fmt.Errorf("line %d: want TOKEN ROLE [NAME], got %d fields", n, len(f)))
-			continue
-		}
-		role, err := ParseRole(f[1])
+		e, err := parseLine(f, n)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("line %d: %v", n, err))
+			errs = append(errs, fmt.Errorf("line %d: %w", n, err))
 			continue
 		}
-		if len(f[0]) < MinTokenLen {
-			errs = append(errs, fmt.Errorf("line %d: the token is shorter than %d characters", n, MinTokenLen))
-			continue
-		}
-		name := fmt.Sprintf("token-%d", n)
-		if len(f) == 3 {
-			name = f[2]
-		}
-		d := digest(f[0])
-		if prev, dup := seen[d]; dup {
+		if prev, dup := seen[e.digest]; dup {
 			errs = append(errs, fmt.Errorf("line %d: the same token as line %d", n, prev))
 			continue
 		}
-		seen[d] = n
-		entries = append(entries, tokenEntry{digest: d, role: role, name: name})
+		seen[e.digest] = n
+		entries = append(entries, e)
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, err)
@@ -211,4 +233,68 @@ func ParseTokens(b []byte) ([]tokenEntry, error) {
 		return nil, errors.New("no tokens")
 	}
 	return entries, nil
+}
+
+// namespacesField starts the field of a token line that names the namespaces it may read.
+const namespacesField = "namespaces="
+
+// parseLine reads the fields of line n. Its errors never quote the token (the first field).
+func parseLine(f []string, n int) (tokenEntry, error) {
+	const want = "want TOKEN ROLE [NAME] [namespaces=NS,NS…]"
+	if len(f) < 2 {
+		return tokenEntry{}, fmt.Errorf("%s, got %d fields", want, len(f))
+	}
+	role, err := ParseRole(f[1])
+	if err != nil {
+		return tokenEntry{}, err
+	}
+	if len(f[0]) < MinTokenLen {
+		return tokenEntry{}, fmt.Errorf("the token is shorter than %d characters", MinTokenLen)
+	}
+	e := tokenEntry{digest: digest(f[0]), role: role, name: fmt.Sprintf("token-%d", n)}
+	named, scoped := false, false
+	for _, x := range f[2:] {
+		switch {
+		case strings.HasPrefix(x, namespacesField):
+			if scoped {
+				return tokenEntry{}, errors.New("namespaces= given twice")
+			}
+			scoped = true
+			if e.namespaces, err = parseNamespaces(strings.TrimPrefix(x, namespacesField)); err != nil {
+				return tokenEntry{}, err
+			}
+		case named:
+			return tokenEntry{}, fmt.Errorf("%s, got %d fields", want, len(f))
+		default:
+			named, e.name = true, x
+		}
+	}
+	return e, nil
+}
+
+// parseNamespaces reads NS,NS…: Kubernetes namespace names (RFC 1123 labels), at least one.
+func parseNamespaces(v string) (namespaceSet, error) {
+	out := namespaceSet{}
+	for _, ns := range strings.Split(v, ",") {
+		if !namespaceName(ns) {
+			return nil, fmt.Errorf("namespaces=: %q is not a namespace name (lower-case letters, digits and '-', at most 63)", ns)
+		}
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+// namespaceName reports whether s is an RFC 1123 label, what Kubernetes names namespaces with.
+func namespaceName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // ErrNotFound is what a read answers for something it does not hold (an experiment, a run, a
@@ -222,6 +223,10 @@ type WorkloadFilter struct {
 	Kind      string // a workload kind as Kubernetes writes it ("": any)
 	Name      string // with Kind, one workload
 	Node      string // disruptions on this node only
+	// Scope is the namespaces the caller may read (the zero Scope: every one): the read sees
+	// only their pods and controllers, so nothing of the others — not even a drain's pods there
+	// — reaches what it finds.
+	Scope scope.Scope
 }
 
 // PendingPod is a pod neither scheduled nor ended when read: whose it is, since when it waits,

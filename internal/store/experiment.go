@@ -15,6 +15,7 @@ import (
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 const mergeExperiment = `
@@ -31,26 +32,34 @@ func queueExperiments(b *pgx.Batch, envs []*events.Envelope) {
 	}
 }
 
-// Experiments lists every experiment that has a definition or pods.
-func (db *DB) Experiments(ctx context.Context) ([]report.ExperimentInfo, error) {
+// Experiments lists every experiment that has a definition or pods and that s allows: every
+// namespace it lives in (experimentNamespaces). The rule is over all of an experiment's
+// namespaces at once, not one column, so the list is read whole and filtered here: experiments
+// are few.
+func (db *DB) Experiments(ctx context.Context, s scope.Scope) ([]report.ExperimentInfo, error) {
 	rows, err := db.pool.Query(ctx, `
-		SELECT n.name, e.definition::text,
+		SELECT n.name, e.definition::text, e.event_id,
 		       COALESCE(array_agg(DISTINCT p.exp_arm) FILTER (WHERE p.exp_arm IS NOT NULL), '{}'),
 		       COALESCE(array_agg(DISTINCT p.exp_run) FILTER (WHERE p.exp_run IS NOT NULL), '{}'),
+		       COALESCE(array_agg(DISTINCT COALESCE(p.namespace, '')) FILTER (WHERE p.uid IS NOT NULL), '{}'),
 		       count(p.uid)
 		FROM (SELECT name FROM experiments UNION SELECT DISTINCT exp_name FROM pods WHERE exp_name IS NOT NULL) n
 		LEFT JOIN experiments e ON e.name = n.name
 		LEFT JOIN pods p ON p.exp_name = n.name
-		GROUP BY n.name, e.definition::text ORDER BY n.name`)
+		GROUP BY n.name, e.definition::text, e.event_id ORDER BY n.name`)
 	if err != nil {
 		return nil, fmt.Errorf("list experiments: %w", err)
 	}
 	out := []report.ExperimentInfo{}
 	var (
-		info report.ExperimentInfo
-		def  *string
+		info         report.ExperimentInfo
+		def, eventID *string
+		namespaces   []string
 	)
-	_, err = pgx.ForEachRow(rows, []any{&info.Name, &def, &info.Arms, &info.Runs, &info.Pods}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&info.Name, &def, &eventID, &info.Arms, &info.Runs, &namespaces, &info.Pods}, func() error {
+		if !s.AllowsEvery(experimentNamespaces(eventID, namespaces)) {
+			return nil
+		}
 		e := info
 		e.DefinitionProblems = []string{}
 		if def != nil {
@@ -73,9 +82,10 @@ func (db *DB) Experiments(ctx context.Context) ([]report.ExperimentInfo, error) 
 	return out, nil
 }
 
-// Experiment returns one experiment, or ErrNotFound.
+// Experiment returns one experiment, or ErrNotFound. Whether the caller may read it is the
+// reader's to check first (ExperimentNamespaces).
 func (db *DB) Experiment(ctx context.Context, name string) (report.ExperimentInfo, error) {
-	all, err := db.Experiments(ctx)
+	all, err := db.Experiments(ctx, scope.All)
 	if err != nil {
 		return report.ExperimentInfo{}, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/workload"
 )
 
 // DownTo rolls the schema back to version with the migrations' Down sections (tests only).
@@ -36,3 +37,36 @@ func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace,
 	})
 	return out, err
 }
+
+// DisruptionsReadingAllRequests detects f's disruptions over [from, to] with every successful
+// request of the window's pods read, not only those around the disruptions (tests only: what
+// detect's narrower read must equal).
+func (db *DB) DisruptionsReadingAllRequests(ctx context.Context, f WorkloadFilter, from, to time.Time) ([]report.Disruption, error) {
+	var out []report.Disruption
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		in, err := db.workloadInput(ctx, tx, f, from, to)
+		if err != nil {
+			return err
+		}
+		for i := range in.Pods {
+			p := &in.Pods[i]
+			rows, err := tx.Query(ctx, `SELECT e.occurred_at FROM events e WHERE e.pod_uid = $1 AND e.kind = 'request' AND `+succeeded, p.Pod.UID)
+			if err != nil {
+				return err
+			}
+			ats, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+			if err != nil {
+				return err
+			}
+			for _, at := range ats {
+				p.Successes = append(p.Successes, at.UTC())
+			}
+		}
+		out = workload.Detect(in)
+		return nil
+	})
+	return out, err
+}
+
+// DefinitionNamespace is definitionNamespace (tests only).
+func DefinitionNamespace(eventID string) (string, bool) { return definitionNamespace(eventID) }

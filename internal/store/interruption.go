@@ -43,31 +43,26 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 	pods := map[string]*podData{}
 	successes := map[string][]time.Time{}
 	err := func() error {
-		// Only what ReadySpans reads of each snapshot (phase, Ready, terminating, deleted) is
-		// read, in SQL: decoding whole envelopes dominated the cost of a large run.
+		// Only what ReadySpans reads of each snapshot (snapshotColumns) is read, in SQL:
+		// decoding whole envelopes dominated the cost of a large run.
 		rows, err := tx.Query(ctx, `
 			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended, p.last_seen), e.occurred_at,
-			       COALESCE(e.envelope->'data'->>'phase', ''),
-			       (SELECT c->>'status' FROM jsonb_array_elements(COALESCE(e.envelope->'data'->'conditions', '[]'::jsonb)) c
-			         WHERE c->>'type' = 'Ready' LIMIT 1),
-			       e.envelope->'data'->>'deletion_timestamp' IS NOT NULL,
-			       COALESCE((e.envelope->'data'->>'deleted')::boolean, false)
-			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status'
+			       `+snapshotColumns+`
+			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' `+eventData+`
 			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)`, experiment, run, namespace)
 		if err != nil {
 			return err
 		}
-		var uid, arm, phase string
+		var uid, arm string
 		var end, at time.Time
-		var ready *string
-		var terminating, deleted bool
-		_, err = pgx.ForEachRow(rows, []any{&uid, &arm, &end, &at, &phase, &ready, &terminating, &deleted}, func() error {
+		var sn snapshot
+		_, err = pgx.ForEachRow(rows, []any{&uid, &arm, &end, &at, &sn.phase, &sn.ready, &sn.terminating, &sn.deleted, &sn.target}, func() error {
 			pd := pods[uid]
 			if pd == nil {
 				pd = &podData{arm: arm, end: end}
 				pods[uid] = pd
 			}
-			pd.snaps = append(pd.snaps, readySnapshot(at, phase, ready, terminating, deleted))
+			pd.snaps = append(pd.snaps, readySnapshot(at, sn.phase, sn.ready, sn.terminating, sn.deleted))
 			return nil
 		})
 		if err != nil {
@@ -77,7 +72,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 			SELECT COALESCE(p.exp_arm, ''), e.occurred_at
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'request'
 			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)
-			  AND (e.envelope->'data'->>'ok')::boolean`, experiment, run, namespace)
+			  AND `+succeeded, experiment, run, namespace)
 		if err != nil {
 			return err
 		}

@@ -11,12 +11,15 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/scope"
 	"github.com/schedlens/schedlens/internal/workload"
 )
 
-// report.RunDetail reads a run of an experiment (its pods in namespace; all when empty). ErrNotFound
-// when the run has no pods.
-func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error) {
+// RunDetail reads a run of an experiment (its pods in namespace; all when empty), with the pods
+// of the namespaces s allows that its pods preempted (Outside). ErrNotFound when the run has no
+// pods. Whether the caller may read the run itself is the reader's to check first
+// (ExperimentNamespaces).
+func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string, s scope.Scope) (report.RunDetail, error) {
 	d := report.RunDetail{Experiment: experiment, Namespace: namespace, Run: run,
 		FailedScheduling: map[string][]report.SchedulingFailure{}, GPU: map[string][]report.GPUPoint{}}
 	cursor := ""
@@ -39,7 +42,8 @@ func (db *DB) RunDetail(ctx context.Context, experiment, namespace, run string) 
 		uids[i] = p.Pod.UID
 	}
 	rows, err := db.pool.Query(ctx, `SELECT `+summaryColumns+` FROM pod_timeline
-		WHERE preempted_by = ANY($1) AND uid <> ALL($1) ORDER BY first_seen, uid`, uids)
+		WHERE preempted_by = ANY($1) AND uid <> ALL($1) AND ($2::text[] IS NULL OR namespace = ANY($2))
+		ORDER BY first_seen, uid`, uids, s.Namespaces())
 	if err != nil {
 		return d, fmt.Errorf("read victims of run %s/%s: %w", experiment, run, err)
 	}
@@ -165,12 +169,12 @@ func span(pods []align.Summary) (from, to time.Time) {
 // detection reads of their snapshots into facts: one pass over their events.
 func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail, facts *podFacts) error {
 	rows, err := db.pool.Query(ctx, `
-		SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note',
-		       (e.envelope->'data'->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
-		FROM events e
+		SELECT e.pod_uid, e.kind, e.occurred_at, d->>'note',
+		       (d->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
+		FROM events e `+eventData+`
 		WHERE e.pod_uid = ANY($1) AND (
-		      (e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling')
-		   OR (e.kind = 'gpu_sample' AND e.envelope->'data'->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
+		      (e.kind = 'k8s_event' AND d->>'reason' = 'FailedScheduling')
+		   OR (e.kind = 'gpu_sample' AND d->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
 		   OR e.kind = 'pod_status')
 		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
 	if err != nil {

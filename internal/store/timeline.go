@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // summaryColumns are read from the pod_timeline view, in scanSummary's order.
@@ -123,6 +124,8 @@ func unlistedKinds() []string {
 // PodFilter selects pods; empty fields match everything.
 type PodFilter struct {
 	Experiment, Arm, Run, Namespace, Node string
+	// Scope is the namespaces the caller may read (the zero Scope: every one).
+	Scope scope.Scope
 }
 
 // PodPage is one page of pods and the cursor of the next page ("" when this is the last).
@@ -156,6 +159,9 @@ func (db *DB) ListPods(ctx context.Context, f PodFilter, limit int, after string
 		if c.v != "" {
 			add(c.col+" = $%d", c.v)
 		}
+	}
+	if f.Scope.Limited() {
+		add("namespace = ANY($%d)", f.Scope.Namespaces())
 	}
 	if after != "" {
 		c, err := decodeCursor(after)
@@ -233,9 +239,24 @@ func fillMeasures(ctx context.Context, q querier, pods []align.Summary, idle flo
 	for i, p := range pods {
 		uids[i] = p.Pod.UID
 	}
-	latency := map[string]map[int32]int64{}
-	util := map[string]map[int32]float64{}
-	fb := map[string][2]float64{}
+	m, err := readMeasures(ctx, q, uids)
+	if err != nil {
+		return err
+	}
+	m.fill(pods, idle)
+	return nil
+}
+
+// measures are pods' latency and utilisation histograms and GPU memory figures, by pod UID.
+type measures struct {
+	latency map[string]map[int32]int64
+	util    map[string]map[int32]float64
+	fb      map[string][2]float64 // framebuffer seconds, maximum
+}
+
+// readMeasures reads the measures of the pods uids.
+func readMeasures(ctx context.Context, q querier, uids []string) (measures, error) {
+	m := measures{latency: map[string]map[int32]int64{}, util: map[string]map[int32]float64{}, fb: map[string][2]float64{}}
 	rows, err := q.Query(ctx, `
 		SELECT pod_uid, 'l', bucket, count::float8 FROM pod_latency WHERE pod_uid = ANY($1)
 		UNION ALL
@@ -245,7 +266,7 @@ func fillMeasures(ctx context.Context, q querier, pods []align.Summary, idle flo
 		UNION ALL
 		SELECT uid, 'm', 0, gpu_fb_max FROM pods WHERE uid = ANY($1)`, uids)
 	if err != nil {
-		return fmt.Errorf("read pod measures: %w", err)
+		return m, fmt.Errorf("read pod measures: %w", err)
 	}
 	var (
 		uid, what string
@@ -255,33 +276,37 @@ func fillMeasures(ctx context.Context, q querier, pods []align.Summary, idle flo
 	_, err = pgx.ForEachRow(rows, []any{&uid, &what, &key, &v}, func() error {
 		switch what {
 		case "l":
-			if latency[uid] == nil {
-				latency[uid] = map[int32]int64{}
+			if m.latency[uid] == nil {
+				m.latency[uid] = map[int32]int64{}
 			}
-			latency[uid][key] = int64(v)
+			m.latency[uid][key] = int64(v)
 		case "g":
-			if util[uid] == nil {
-				util[uid] = map[int32]float64{}
+			if m.util[uid] == nil {
+				m.util[uid] = map[int32]float64{}
 			}
-			util[uid][key] = v
+			m.util[uid][key] = v
 		case "f":
-			x := fb[uid]
+			x := m.fb[uid]
 			x[0] = v
-			fb[uid] = x
+			m.fb[uid] = x
 		case "m":
-			x := fb[uid]
+			x := m.fb[uid]
 			x[1] = v
-			fb[uid] = x
+			m.fb[uid] = x
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read pod measures: %w", err)
+		return m, fmt.Errorf("read pod measures: %w", err)
 	}
+	return m, nil
+}
+
+// fill sets each pod's request and GPU summaries.
+func (m measures) fill(pods []align.Summary, idle float64) {
 	for i := range pods {
 		p := &pods[i]
-		p.Requests = align.SummarizeRequests(p.Counts, latency[p.Pod.UID])
-		p.GPU = align.SummarizeGPU(util[p.Pod.UID], fb[p.Pod.UID][0], fb[p.Pod.UID][1], idle)
+		p.Requests = align.SummarizeRequests(p.Counts, m.latency[p.Pod.UID])
+		p.GPU = align.SummarizeGPU(m.util[p.Pod.UID], m.fb[p.Pod.UID][0], m.fb[p.Pod.UID][1], idle)
 	}
-	return nil
 }

@@ -161,8 +161,12 @@ func (u *UI) disruptions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sc, ok := u.listScope(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
-	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind")), Node: q.Get("node")}
+	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}
 	ds, err := u.db.Disruptions(r.Context(), f, win.From, win.To)
 	if err != nil {
 		u.internal(w, r, err)
@@ -171,5 +175,5 @@ func (u *UI) disruptions(w http.ResponseWriter, r *http.Request) {
 	v := disruptionsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: withQuery("/v1/disruptions", apiQuery(q))}
 	_, v.Rows = marks(ds, nil, win.From, win.To)
 	slices.Reverse(v.Rows) // newest first, as the API lists them
-	u.render(w, r, "disruptions.html", page{Title: "Disruptions", View: v})
+	u.render(w, r, "disruptions.html", page{Title: "Disruptions", View: v, Hidden: sc.Hidden()})
 }

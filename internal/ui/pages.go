@@ -65,7 +65,11 @@ type experimentRow struct {
 type badge struct{ Arm, Verdict, Explanation, URL string }
 
 func (u *UI) experiments(w http.ResponseWriter, r *http.Request) {
-	list, err := u.db.Experiments(r.Context())
+	sc, ok := u.readScope(w, r)
+	if !ok {
+		return
+	}
+	list, err := u.db.Experiments(r.Context(), sc)
 	if err != nil {
 		u.internal(w, r, err)
 		return
@@ -98,7 +102,7 @@ func (u *UI) experiments(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	u.render(w, r, "experiments.html", page{Title: "Experiments", View: rows})
+	u.render(w, r, "experiments.html", page{Title: "Experiments", View: rows, Hidden: sc.Hidden()})
 }
 
 // errNoComparison wraps the reasons an experiment cannot be compared yet.
@@ -120,6 +124,9 @@ func compute(ctx context.Context, db Reader, name, ns, baseline string) (compare
 
 func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
+	if !u.mayReadExperiment(w, r, name) {
+		return
+	}
 	ns, baseline := r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline")
 	e, err := u.db.Experiment(r.Context(), name)
 	if u.failedLookup(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
@@ -157,6 +164,9 @@ type podLink struct{ Name, URL, Node, Censored string }
 
 func (u *UI) arm(w http.ResponseWriter, r *http.Request) {
 	name, arm := chi.URLParam(r, "name"), chi.URLParam(r, "arm")
+	if !u.mayReadExperiment(w, r, name) {
+		return
+	}
 	ns, metric := r.URL.Query().Get("namespace"), r.URL.Query().Get("metric")
 	in, err := u.db.ComparisonInput(r.Context(), name, ns)
 	if u.failedLookup(w, r, err, fmt.Sprintf("No pods of experiment %q.", name)) {
@@ -211,6 +221,9 @@ func nonEmpty(s string) []string {
 
 func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 	name, run := chi.URLParam(r, "name"), chi.URLParam(r, "run")
+	if !u.mayReadExperiment(w, r, name) {
+		return
+	}
 	q := r.URL.Query()
 	ns := q.Get("namespace")
 	f := runFilter{Arm: q.Get("arm"), Node: q.Get("node")}
@@ -223,7 +236,11 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 		}
 		f.From, f.To = &lo, &hi
 	}
-	d, err := u.db.RunDetail(r.Context(), name, ns, run)
+	sc, ok := u.readScope(w, r) // the pods its pods preempted may be anywhere
+	if !ok {
+		return
+	}
+	d, err := u.db.RunDetail(r.Context(), name, ns, run, sc)
 	if u.failedLookup(w, r, err, fmt.Sprintf("No pods of experiment %q run %q.", name, run)) {
 		return
 	}
@@ -261,6 +278,9 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 
 // runVersion answers the run's version (Reader.RunVersion) as text, for live pages to poll.
 func (u *UI) runVersion(w http.ResponseWriter, r *http.Request) {
+	if !u.mayReadExperiment(w, r, chi.URLParam(r, "name")) {
+		return
+	}
 	v, err := u.db.RunVersion(r.Context(), chi.URLParam(r, "name"), r.URL.Query().Get("namespace"), chi.URLParam(r, "run"))
 	if err != nil {
 		u.logger.Error("ui request failed", "path", r.URL.Path, "error", err)
@@ -279,6 +299,9 @@ func (u *UI) pod(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tl, err := u.db.Timeline(r.Context(), uid)
+	if !u.mayReadPod(w, r, uid, tl.Pod.Namespace, err) {
+		return
+	}
 	if u.failedLookup(w, r, err, fmt.Sprintf("No events about pod %s.", uid)) {
 		return
 	}

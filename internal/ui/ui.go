@@ -36,6 +36,7 @@ import (
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/scope"
 )
 
 //go:embed templates/*.html
@@ -48,14 +49,16 @@ var staticFS embed.FS
 const Prefix = "/ui"
 
 // Reader is what the UI reads: the store's reports, timelines, comparisons, workloads and
-// disruptions (*store.DB).
+// disruptions (*store.DB), and the namespaces they live in (what a caller may read of them).
 type Reader interface {
-	Experiments(ctx context.Context) ([]report.ExperimentInfo, error)
+	Namespaces(ctx context.Context) ([]string, error)
+	ExperimentNamespaces(ctx context.Context, name string) ([]string, error)
+	Experiments(ctx context.Context, s scope.Scope) ([]report.ExperimentInfo, error)
 	Experiment(ctx context.Context, name string) (report.ExperimentInfo, error)
 	LastEvents(ctx context.Context) (map[string]time.Time, error)
 	Comparison(ctx context.Context, name, namespace, baseline string) (compare.Comparison, error)
 	ComparisonInput(ctx context.Context, name, namespace string) (compare.Input, error)
-	RunDetail(ctx context.Context, experiment, namespace, run string) (report.RunDetail, error)
+	RunDetail(ctx context.Context, experiment, namespace, run string, s scope.Scope) (report.RunDetail, error)
 	RunVersion(ctx context.Context, experiment, namespace, run string) (string, error)
 	Timeline(ctx context.Context, uid string) (align.Timeline, error)
 	PodSeries(ctx context.Context, uid string) (report.PodSeries, error)
@@ -116,11 +119,13 @@ func cacheable(h http.Handler) http.Handler {
 	})
 }
 
-// page is what every template receives: the title and the view's own data.
+// page is what every template receives: the title and the view's own data; Hidden, on a list,
+// is how many namespaces it leaves out (the caller may not read them), said under the title.
 type page struct {
 	Title  string
 	Crumbs []crumb
 	View   any
+	Hidden int
 }
 
 type crumb struct{ Label, URL string }

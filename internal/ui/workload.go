@@ -128,8 +128,12 @@ func (u *UI) workloads(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sc, ok := u.listScope(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
-	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind"))}
+	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind")), Scope: sc}
 	ws, err := u.db.Workloads(r.Context(), f, win.From, win.To)
 	if err != nil {
 		u.internal(w, r, err)
@@ -149,7 +153,7 @@ func (u *UI) workloads(w http.ResponseWriter, r *http.Request) {
 	for _, s := range ws {
 		v.Rows = append(v.Rows, workloadRow{WorkloadSummary: s, Key: s.WorkloadRef.String(), URL: workloadURL(s.WorkloadRef, keep)})
 	}
-	u.render(w, r, "workloads.html", page{Title: "Workloads", View: v})
+	u.render(w, r, "workloads.html", page{Title: "Workloads", View: v, Hidden: sc.Hidden()})
 }
 
 // workloadView is the workload page's data.
@@ -188,6 +192,9 @@ func (u *UI) workload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref := events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: kindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
+	if !u.mayRead(w, r, ref.Namespace) {
+		return
+	}
 	ww, err := u.db.Workload(r.Context(), ref, win.From, win.To)
 	if u.failedLookup(w, r, err, fmt.Sprintf("No pod of %s lived from %s to %s.", ref, fmtTime(win.From), fmtTime(win.To))) {
 		return

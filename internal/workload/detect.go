@@ -583,11 +583,7 @@ func maxTime(a, b time.Time) time.Time {
 // successful requests; nil when none of its requests succeeded from a minute before from to the
 // end of observation (nothing to tell).
 func (v *view) noSuccess(k events.WorkloadRef, from, to time.Time) *float64 {
-	var ok []time.Time
-	for _, p := range v.byKey[k] {
-		ok = append(ok, p.Successes...)
-	}
-	slices.SortFunc(ok, time.Time.Compare)
+	ok := v.successesOf(k)
 	lead := from.Add(-time.Minute)
 	i, _ := slices.BinarySearchFunc(ok, lead, time.Time.Compare)
 	ok = ok[i:]
@@ -595,7 +591,7 @@ func (v *view) noSuccess(k events.WorkloadRef, from, to time.Time) *float64 {
 		return nil
 	}
 	total := 0.0
-	for j := 1; j < len(ok); j++ {
+	for j := 1; j < len(ok) && ok[j-1].Before(to); j++ {
 		if ok[j].Sub(ok[j-1]) <= v.in.MinGap {
 			continue
 		}
@@ -608,6 +604,21 @@ func (v *view) noSuccess(k events.WorkloadRef, from, to time.Time) *float64 {
 		}
 	}
 	return &total
+}
+
+// successesOf is every success of the workload's pods in time order, merged once per view (a
+// workload with many disruptions asks for it for each).
+func (v *view) successesOf(k events.WorkloadRef) []time.Time {
+	if ok, done := v.successes[k]; done {
+		return ok
+	}
+	var ok []time.Time
+	for _, p := range v.byKey[k] {
+		ok = append(ok, p.Successes...)
+	}
+	slices.SortFunc(ok, time.Time.Compare)
+	v.successes[k] = ok
+	return ok
 }
 
 func replacement(p *Pod) report.Replacement {

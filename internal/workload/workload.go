@@ -74,8 +74,9 @@ type view struct {
 	states    map[events.WorkloadRef][]State // each controller's states in time order
 	ready     map[events.WorkloadRef]series
 	desired   map[events.WorkloadRef]series
-	observed  map[events.WorkloadRef]bool // the controller's own states were seen
-	workloads []events.WorkloadRef        // in a stable order
+	observed  map[events.WorkloadRef]bool        // the controller's own states were seen
+	workloads []events.WorkloadRef               // in a stable order
+	successes map[events.WorkloadRef][]time.Time // its pods' successes merged in time order, once asked
 }
 
 func newView(in Input) *view {
@@ -83,7 +84,8 @@ func newView(in Input) *view {
 		in.MinGap = align.DefaultMinGap
 	}
 	v := &view{in: in, byKey: map[events.WorkloadRef][]*Pod{}, byUID: map[string]*Pod{}, states: map[events.WorkloadRef][]State{},
-		ready: map[events.WorkloadRef]series{}, desired: map[events.WorkloadRef]series{}, observed: map[events.WorkloadRef]bool{}}
+		ready: map[events.WorkloadRef]series{}, desired: map[events.WorkloadRef]series{}, observed: map[events.WorkloadRef]bool{},
+		successes: map[events.WorkloadRef][]time.Time{}}
 	for i := range in.Pods {
 		p := &in.Pods[i]
 		if _, ok := v.byKey[p.Workload]; !ok {

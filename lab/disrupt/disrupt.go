@@ -295,16 +295,9 @@ func (d *Disruptor) Drain(ctx context.Context, namespace, name, node string) (Di
 			_ = d.Cordon(context.WithoutCancel(ctx), node, false)
 		}
 	}()
-	pods, err := d.Pods(ctx, namespace, name)
+	before, victims, err := d.onNode(ctx, namespace, name, node)
 	if err != nil {
 		return out, err
-	}
-	before := uids(pods)
-	var victims []corev1.Pod
-	for _, p := range pods {
-		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
-			victims = append(victims, p)
-		}
 	}
 	if len(victims) == 0 {
 		return out, fmt.Errorf("drain %s: no pod of %s on it", node, name)
@@ -361,18 +354,11 @@ func (d *Disruptor) NodeFailure(ctx context.Context, namespace, name, node strin
 	if d.Nodes == nil {
 		return out, errors.New("node failure: no simulated kubelet to stop")
 	}
-	pods, err := d.Pods(ctx, namespace, name)
+	before, victims, err := d.onNode(ctx, namespace, name, node)
 	if err != nil {
 		return out, err
 	}
-	before := uids(pods)
-	var victims []corev1.Pod
-	for _, p := range pods {
-		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
-			victims = append(victims, p)
-			out.Pods = append(out.Pods, p.Name)
-		}
-	}
+	out.Pods = names(victims)
 	if len(victims) == 0 {
 		return out, fmt.Errorf("node failure of %s: no pod of %s on it", node, name)
 	}
@@ -516,6 +502,22 @@ func (d *Disruptor) newPods(ctx context.Context, namespace, name string, before 
 		}
 	}
 	return out, nil
+}
+
+// onNode lists the workload's pods (by UID, to tell replacements later) and those of them on node
+// that are not already being deleted.
+func (d *Disruptor) onNode(ctx context.Context, namespace, name, node string) (map[types.UID]string, []corev1.Pod, error) {
+	pods, err := d.Pods(ctx, namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	var victims []corev1.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			victims = append(victims, p)
+		}
+	}
+	return uids(pods), victims, nil
 }
 
 func uids(pods []corev1.Pod) map[types.UID]string {

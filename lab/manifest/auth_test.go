@@ -49,14 +49,7 @@ func caller(t *testing.T, ns, name, clusterRole string) string {
 		t.Fatal(err)
 	}
 	if clusterRole != "" {
-		b := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
-		}
-		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		bindClusterWide(t, ns, name, clusterRole)
 	}
 	tr, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
@@ -66,10 +59,25 @@ func caller(t *testing.T, ns, name, clusterRole string) string {
 	return tr.Status.Token
 }
 
+// bindClusterWide binds ServiceAccount ns/name to clusterRole in every namespace (a
+// ClusterRoleBinding).
+func bindClusterWide(t *testing.T, ns, name, clusterRole string) {
+	t.Helper()
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name + "-" + strings.TrimPrefix(clusterRole, ns+"-")},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: clusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}},
+	}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The api binary with the chart's -auth kubernetes settings, asking the lab's real API server
 // (RBAC authorization on) as the chart's ServiceAccount: a ServiceAccount bound to the chart's
-// read ClusterRole reads and is refused a PUT, one bound to the write role PUTs, one bound to
-// neither is refused (403), and a token the API server does not know is 401.
+// read ClusterRole reads and is refused a PUT, one bound to the write role PUTs (and, reading
+// every namespace, reads the definition back; the reader, of no namespace, may not), one bound
+// to neither is refused (403), and a token the API server does not know is 401.
 func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 	bin := binaries(t)
 	var s scenario
@@ -97,6 +105,9 @@ func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 
 	reader := caller(t, ns, "dashboards", ns+"-schedlens-read")
 	writer := caller(t, ns, "owner", ns+"-schedlens-write")
+	// The owner reads every namespace: an experiment defined through the API without pods
+	// lives in none, and only such a caller reads it (docs/security.md, Namespaces).
+	bindClusterWide(t, ns, "owner", ns+"-schedlens-read-namespace")
 	stranger := caller(t, ns, "stranger", "")
 	def := `{"name":"day1","arms":["control","priority"]}`
 	for _, tc := range []struct {
@@ -112,6 +123,7 @@ func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 		{"the read role", "PUT", "/v1/experiments/day1", reader, def, 403},
 		{"the write role", "PUT", "/v1/experiments/day1", writer, def, 204},
 		{"the write role", "GET", "/v1/experiments/day1", writer, "", 200},
+		{"the read role of some namespaces", "GET", "/v1/experiments/day1", reader, "", 403},
 		{"nobody", "GET", "/healthz", "", "", 200},
 	} {
 		req, _ := http.NewRequest(tc.method, "http://"+addr+tc.path, strings.NewReader(tc.body))

@@ -145,7 +145,8 @@ func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
 
 // Every container of every scenario runs as non-root with a read-only root filesystem, no
 // privilege escalation, no capabilities and the RuntimeDefault seccomp profile; schedlens'
-// containers have /healthz and /readyz probes; the collector's roles only list and watch.
+// containers have /healthz and /readyz probes; the collector's roles only list and watch, the
+// api's callers' only get (and create, to write) its resource, or get pods in a namespace.
 func TestChartSecurity(t *testing.T) {
 	for _, s := range scenarios(t) {
 		_, objs := render(t, s, "schedlens", "schedlens")
@@ -198,6 +199,15 @@ func TestChartSecurity(t *testing.T) {
 				if len(r.Rules) != 1 || !slices.Equal(r.Rules[0].APIGroups, []string{"schedlens.io"}) ||
 					!slices.Equal(r.Rules[0].Resources, []string{"experiments"}) || !slices.Equal(r.Rules[0].Verbs, want) {
 					t.Errorf("%s ClusterRole %s: rules %+v, want %v on experiments.schedlens.io only", s.name, u.GetName(), r.Rules, want)
+				}
+				continue
+			}
+			// What reading a namespace needs (auth.kubernetes.scope), bound per namespace: get
+			// on pods by default, nothing else.
+			if u.GetName() == "schedlens-read-namespace" {
+				if len(r.Rules) != 1 || !slices.Equal(r.Rules[0].APIGroups, []string{""}) ||
+					!slices.Equal(r.Rules[0].Resources, []string{"pods"}) || !slices.Equal(r.Rules[0].Verbs, []string{"get"}) {
+					t.Errorf("%s ClusterRole %s: rules %+v, want get on pods only", s.name, u.GetName(), r.Rules)
 				}
 				continue
 			}

@@ -229,6 +229,20 @@ volumes. schedlens.authEnv takes the root context.
 {{- end }}
 {{- end }}
 
+{{- /*
+The api's -auth kubernetes scope rule (what a caller needs in a namespace to read it); the
+collector's listeners read no namespace.
+*/ -}}
+{{- define "schedlens.scopeEnv" -}}
+{{- $a := .Values.auth }}
+{{- if eq $a.mode "kubernetes" }}
+- name: SCHEDLENS_AUTH_SCOPE_RESOURCE
+  value: {{ $a.kubernetes.scope.resource | quote }}
+- name: SCHEDLENS_AUTH_SCOPE_VERB
+  value: {{ $a.kubernetes.scope.verb | quote }}
+{{- end }}
+{{- end }}
+
 {{- define "schedlens.tlsEnv" -}}
 {{- if .Values.tls.secretName }}
 - name: SCHEDLENS_TLS_CERT_FILE
