@@ -80,15 +80,7 @@ func bindClusterWide(t *testing.T, ns, name, clusterRole string) {
 // to neither is refused (403), and a token the API server does not know is 401.
 func TestKubernetesAuthAdmitsTheChartsRoles(t *testing.T) {
 	bin := binaries(t)
-	var s scenario
-	for _, sc := range scenarios(t) {
-		if sc.name == "07-kubernetes-auth" {
-			s = sc
-		}
-	}
-	if s.name == "" {
-		t.Fatal("no 07-kubernetes-auth scenario in the chart's ci/")
-	}
+	s := scenarioNamed(t, "07-kubernetes-auth")
 	const ns = "authk8s"
 	objs := installScenario(t, s, ns)
 	env := deploymentEnv(t, objs, "-api")

@@ -143,15 +143,7 @@ func readsOnlyTeamA(t *testing.T, base, token, all string, tm teams) {
 // token mode with a token line limited to team-a (namespaces=team-a) behaves the same.
 func TestKubernetesAuthScopesReadsToANamespace(t *testing.T) {
 	bin := binaries(t)
-	var s scenario
-	for _, sc := range scenarios(t) {
-		if sc.name == "07-kubernetes-auth" {
-			s = sc
-		}
-	}
-	if s.name == "" {
-		t.Fatal("no 07-kubernetes-auth scenario in the chart's ci/")
-	}
+	s := scenarioNamed(t, "07-kubernetes-auth")
 	const ns = "authscope"
 	objs := installScenario(t, s, ns)
 	env := deploymentEnv(t, objs, "-api")

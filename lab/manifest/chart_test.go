@@ -44,6 +44,18 @@ func scenarios(t *testing.T) []scenario {
 	return out
 }
 
+// scenarioNamed is the chart's ci/ scenario name (its file without -values.yaml).
+func scenarioNamed(t *testing.T, name string) scenario {
+	t.Helper()
+	for _, s := range scenarios(t) {
+		if s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("no %s scenario in the chart's ci/", name)
+	return scenario{}
+}
+
 // render renders the chart for a scenario as release r in namespace ns.
 func render(t *testing.T, s scenario, release, ns string) (string, []*unstructured.Unstructured) {
 	t.Helper()

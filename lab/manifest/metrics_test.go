@@ -33,13 +33,7 @@ func usedMetrics(t *testing.T) map[string][]string {
 	for where, q := range dashboardQueries(t) {
 		out[where+": "+q] = metricName.FindAllString(q, -1)
 	}
-	var monitoring scenario
-	for _, s := range scenarios(t) {
-		if s.name == "04-monitoring" {
-			monitoring = s
-		}
-	}
-	_, objs := render(t, monitoring, "schedlens", "schedlens")
+	_, objs := render(t, scenarioNamed(t, "04-monitoring"), "schedlens", "schedlens")
 	rules := 0
 	for _, u := range objs {
 		if u.GetKind() != "PrometheusRule" {
