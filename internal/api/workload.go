@@ -40,20 +40,9 @@ func readWindow(w http.ResponseWriter, r *http.Request) (from, to time.Time, ok 
 	return from, to, true
 }
 
-// KindOf is a workload kind as Kubernetes writes it, from that spelling or lower case; another
-// kind (a custom controller's) is kept as given.
-func KindOf(s string) string {
-	for _, k := range []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet", "LeaderWorkerSet", "Pod"} {
-		if strings.EqualFold(s, k) {
-			return k
-		}
-	}
-	return s
-}
-
 // workloadRef reads {namespace}/{kind}/{name} from the path.
 func workloadRef(r *http.Request) events.WorkloadRef {
-	return events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: KindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
+	return events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: events.WorkloadKindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
 }
 
 // WorkloadPage is the answer of GET /v1/workloads.
@@ -114,7 +103,7 @@ func (s *Server) listWorkloads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	ws, err := s.db.Workloads(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Scope: sc}, from, to)
+	ws, err := s.db.Workloads(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: events.WorkloadKindOf(q.Get("kind")), Scope: sc}, from, to)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -170,7 +159,7 @@ func (s *Server) listDisruptions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	ds, err := s.db.Disruptions(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: KindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}, from, to)
+	ds, err := s.db.Disruptions(r.Context(), store.WorkloadFilter{Namespace: q.Get("namespace"), Kind: events.WorkloadKindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}, from, to)
 	if err != nil {
 		s.internal(w, r, err)
 		return

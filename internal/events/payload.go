@@ -293,6 +293,23 @@ const (
 	WorkloadStatefulSet = "StatefulSet"
 )
 
+// WorkloadKinds are the workload kinds schedlens resolves pods to (WorkloadOf), as Kubernetes
+// writes them.
+func WorkloadKinds() []string {
+	return []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet", "LeaderWorkerSet", "Pod"}
+}
+
+// WorkloadKindOf is a workload kind as Kubernetes writes it, from that spelling or lower case (as
+// the API and the web UI read it); another kind (a custom controller's) is kept as given.
+func WorkloadKindOf(s string) string {
+	for _, k := range WorkloadKinds() {
+		if strings.EqualFold(s, k) {
+			return k
+		}
+	}
+	return s
+}
+
 // WorkloadStatus is a snapshot of a workload controller, taken on every change
 // (workload_status): what it wants (Replicas, its spec), which revision it rolls out, and how
 // far its controller got. The envelope names no pod and no node.

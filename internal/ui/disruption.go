@@ -166,13 +166,13 @@ func (u *UI) disruptions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}
+	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: events.WorkloadKindOf(q.Get("kind")), Node: q.Get("node"), Scope: sc}
 	ds, err := u.db.Disruptions(r.Context(), f, win.From, win.To)
 	if err != nil {
 		u.internal(w, r, err)
 		return
 	}
-	v := disruptionsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: withQuery("/v1/disruptions", apiQuery(q))}
+	v := disruptionsView{Window: win, Filter: f, Kinds: events.WorkloadKinds(), APIURL: withQuery("/v1/disruptions", apiQuery(q))}
 	_, v.Rows = marks(ds, nil, win.From, win.To)
 	slices.Reverse(v.Rows) // newest first, as the API lists them
 	u.render(w, r, "disruptions.html", page{Title: "Disruptions", View: v, Hidden: sc.Hidden()})

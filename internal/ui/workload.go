@@ -20,22 +20,6 @@ import (
 	"github.com/schedlens/schedlens/internal/window"
 )
 
-// workloadKinds are the kinds the filters offer, as Kubernetes writes them.
-func workloadKinds() []string {
-	return []string{"Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet", "LeaderWorkerSet", "Pod"}
-}
-
-// kindOf is a workload kind as Kubernetes writes it, from that spelling or lower case (as the
-// API reads it); another kind (a custom controller's) is kept as given.
-func kindOf(s string) string {
-	for _, k := range workloadKinds() {
-		if strings.EqualFold(s, k) {
-			return k
-		}
-	}
-	return s
-}
-
 // windowForm is the time window of a page: what it reads, what the reader typed, and links to
 // the usual windows that keep the page's other parameters.
 type windowForm struct {
@@ -133,14 +117,14 @@ func (u *UI) workloads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: kindOf(q.Get("kind")), Scope: sc}
+	f := report.WorkloadFilter{Namespace: q.Get("namespace"), Kind: events.WorkloadKindOf(q.Get("kind")), Scope: sc}
 	ws, err := u.db.Workloads(r.Context(), f, win.From, win.To)
 	if err != nil {
 		u.internal(w, r, err)
 		return
 	}
 	keep := keepWindow(q)
-	v := workloadsView{Window: win, Filter: f, Kinds: workloadKinds(), APIURL: withQuery("/v1/workloads", apiQuery(q))}
+	v := workloadsView{Window: win, Filter: f, Kinds: events.WorkloadKinds(), APIURL: withQuery("/v1/workloads", apiQuery(q))}
 	dq := url.Values{}
 	maps.Copy(dq, keep)
 	if f.Namespace != "" {
@@ -191,7 +175,7 @@ func (u *UI) workload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ref := events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: kindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
+	ref := events.WorkloadRef{Namespace: chi.URLParam(r, "namespace"), Kind: events.WorkloadKindOf(chi.URLParam(r, "kind")), Name: chi.URLParam(r, "name")}
 	if !u.mayRead(w, r, ref.Namespace) {
 		return
 	}
