@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -216,4 +218,27 @@ func StreamFlags(f *FlagSet, maxAge *time.Duration, maxBytes *int64, duplicates 
 func TLSFlags(f *FlagSet, certFile, keyFile *string) {
 	f.String(certFile, "tls-cert-file", "SCHEDLENS_TLS_CERT_FILE", "", "PEM certificate (chain) the HTTP listeners serve HTTPS with, read again when it changes (with -tls-key-file)")
 	f.String(keyFile, "tls-key-file", "SCHEDLENS_TLS_KEY_FILE", "", "PEM private key of -tls-cert-file")
+}
+
+// Age defines a flag for how long something is kept, in Prometheus' notation — 15d, 2w, 36h,
+// 1h30m; 0 keeps it for ever — defaulting to $env, else def.
+func (f *FlagSet) Age(p *time.Duration, name, env string, def time.Duration, u string) {
+	*p = def
+	v := (*ageValue)(p)
+	f.env(name, env, v.Set)
+	f.Var(v, name, usage(u, env))
+}
+
+// ageValue is a time.Duration read and written as a Prometheus duration.
+type ageValue time.Duration
+
+func (a *ageValue) String() string { return model.Duration(*a).String() }
+
+func (a *ageValue) Set(s string) error {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 15d, 2w or 36h (0 keeps for ever): %w", err)
+	}
+	*a = ageValue(d)
+	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -26,13 +28,14 @@ type AppendResult struct {
 	Inserted    int                 // events new to the store
 	Duplicates  int                 // events already stored (or repeated within the batch)
 	DeadLetters int                 // dead letters newly stored
+	Expired     int                 // events older than the retention horizon, refused (their day was dropped)
 	ByKind      map[events.Kind]int // inserted events per kind
 }
 
 // Add sums two results.
 func (r AppendResult) Add(o AppendResult) AppendResult {
 	out := AppendResult{Inserted: r.Inserted + o.Inserted, Duplicates: r.Duplicates + o.Duplicates,
-		DeadLetters: r.DeadLetters + o.DeadLetters, ByKind: map[events.Kind]int{}}
+		DeadLetters: r.DeadLetters + o.DeadLetters, Expired: r.Expired + o.Expired, ByKind: map[events.Kind]int{}}
 	for k, n := range r.ByKind {
 		out.ByKind[k] += n
 	}
@@ -75,10 +78,40 @@ func eventRow(env *events.Envelope) []any {
 
 // Append stores a batch in one transaction: new events are appended (copies of stored ids are
 // ignored), the projections are updated from the newly inserted events only, and dead letters
-// are kept. When Ingest returns nil the batch is durable and may be acknowledged.
+// are kept. Events older than the retention horizon are refused (AppendResult.Expired): their
+// day was dropped, so a copy of one stored then could not be told from a new event. When
+// Append returns nil the batch is durable and may be acknowledged.
 func (db *DB) Append(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (AppendResult, error) {
+	res, err := db.append(ctx, envs, dead)
+	if errNoPartition(err) {
+		// A partition this process knew was dropped meanwhile by another's maintenance.
+		db.parts.reset()
+		res, err = db.append(ctx, envs, dead)
+	}
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append batch: %w", err)
+	}
+	return res, nil
+}
+
+func (db *DB) append(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (AppendResult, error) {
 	res := AppendResult{ByKind: map[events.Kind]int{}}
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	horizon, err := db.ensurePartitions(ctx, daysOf(envs))
+	if err != nil {
+		return res, err
+	}
+	if !horizon.IsZero() {
+		kept := envs[:0:0]
+		for _, env := range envs {
+			if expired(env, horizon) {
+				res.Expired++
+				continue
+			}
+			kept = append(kept, env)
+		}
+		envs = kept
+	}
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, stageDDL); err != nil {
 			return fmt.Errorf("create staging tables: %w", err)
 		}
@@ -97,10 +130,16 @@ func (db *DB) Append(ctx context.Context, envs []*events.Envelope, dead []DeadLe
 		res.DeadLetters, err = insertDeadLetters(ctx, tx, dead)
 		return err
 	})
-	if err != nil {
-		return AppendResult{}, fmt.Errorf("append batch: %w", err)
+	return res, err
+}
+
+// expired reports whether env, or the inventory it holds, is older than the horizon.
+func expired(env *events.Envelope, horizon time.Time) bool {
+	if env.OccurredAt.Before(horizon) {
+		return true
 	}
-	return res, nil
+	inv, ok := align.InventoryOf(env)
+	return ok && inv.ListedAt.Before(horizon)
 }
 
 // insertEvents appends envs through the staging table and returns the ones that were new.
@@ -131,7 +170,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 	ids, err := tx.Query(ctx, `
 		INSERT INTO events (id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope)
 		SELECT id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope FROM stage_events
-		ON CONFLICT (id) DO NOTHING
+		ON CONFLICT (id, occurred_at, class) DO NOTHING
 		RETURNING id`)
 	if err != nil {
 		return nil, fmt.Errorf("insert events: %w", err)

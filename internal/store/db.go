@@ -39,6 +39,8 @@ type DB struct {
 
 	statementTimeout time.Duration
 
+	parts partitionCache // the day partitions known to exist, and the horizon (partition.go)
+
 	runs          runCache                                   // what ComparisonInput read of each run, by fingerprint (comparison.go)
 	interruptions capped[interruptionKey, interruptionEntry] // RunInterruptions by fingerprint (comparison.go)
 	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (comparison.go)
@@ -143,6 +145,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	for _, r := range results {
 		db.logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
 	}
+	db.parts.reset() // the migrations may have made or dropped partitions
 	if err := db.createViews(ctx); err != nil {
 		return err
 	}

@@ -405,6 +405,11 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 			if len(envs) == 0 && rows.CommandTag().RowsAffected() == 0 {
 				return nil
 			}
+			// The inventories' days were emptied, not dropped; a day whose table was dropped
+			// with no rows when the store was partitioned (migrations/00013) is created here.
+			if _, _, err := createMissing(ctx, tx, daysOf(envs)); err != nil {
+				return fmt.Errorf("create partitions: %w", err)
+			}
 			if err := db.applyFacts(ctx, tx, envs); err != nil {
 				return err
 			}
@@ -415,6 +420,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 			res.Events += len(envs)
 		}
 	})
+	db.parts.reset()
 	if err != nil {
 		return RebuildResult{}, fmt.Errorf("rebuild projections: %w", err)
 	}

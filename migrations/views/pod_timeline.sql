@@ -5,7 +5,8 @@
 -- it first (DROP VIEW IF EXISTS pod_timeline) and never repeats it. The end causes come from
 -- end_reasons (written from align.EndReasons); rank 1 is deleted_unobserved, the end an
 -- inventory proves. What inventories prove (align.Facts.ApplyInventories) is read here, not
--- stored with the pod, so an inventory never updates the pods of its scope: a pod not ended by
+-- stored with the pod (unless retention dropped the inventories that proved it: then
+-- store.Maintain pinned it first, in pods.alive_at and pods.unobserved_end_at), so an inventory never updates the pods of its scope: a pod not ended by
 -- an observed event was alive at the latest of its snapshots and of the inventories listing it
 -- (one lookup in inventory_pods), and gone at the first inventory of its scope listed after
 -- that (one lookup in inventories; such an inventory cannot list it). OFFSET 0 evaluates each
@@ -38,8 +39,9 @@ CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT N
                                                      WHERE ip.uid = lower(p.uid) AND ip.cluster = p.cluster AND ip.scope_key = p.scope_key))
                            ELSE p.alive_at END AS alive_at OFFSET 0) a
 CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
-                               (SELECT min(i.listed_at) FROM inventories i
-                                WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > a.alive_at)
+                               COALESCE(p.unobserved_end_at,
+                                        (SELECT min(i.listed_at) FROM inventories i
+                                         WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > a.alive_at))
                            END AS unobserved_end OFFSET 0) u
 CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
                                (SELECT max(sw.live_until) FROM scope_watches sw

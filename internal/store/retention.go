@@ -1,0 +1,285 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// The retention classes (docs/operations.md#retention): what each -retention-* setting bounds.
+const (
+	ClassEvents      = "events"       // raw events and the inventories, by UTC day
+	ClassDeadLetters = "dead_letters" // messages that could not be stored
+)
+
+// Retention says how long each class is kept; zero keeps it for ever. Experiment runs (the
+// events of pods with an experiment, the definitions, the snapshots of the nodes they ran on)
+// are kept until their experiment is deleted (DeleteExperiment), whatever the setting.
+type Retention struct {
+	Events      time.Duration
+	DeadLetters time.Duration
+	// Ahead is how many days of partitions to create beyond the current one (zero: 2), so
+	// that the first batch of a day does not wait for its partition.
+	Ahead int
+}
+
+// MaintainResult says what one maintenance did.
+type MaintainResult struct {
+	Skipped     bool     // another process held the maintenance lock: it maintains
+	Created     []string // partitions created ahead
+	Dropped     []string // partitions dropped, oldest first
+	Kept        int64    // events of experiment runs moved out of the dropped days
+	Pods        int64    // pods whose projections were dropped (ended before the horizon)
+	Pinned      int64    // kept pods whose inventory proof was pinned on the pod
+	DeadLetters int64    // dead letters deleted
+	Horizon     time.Time
+}
+
+// maintainLock is held (session-scoped, try-only) by the one process maintaining at a time.
+const maintainLock = `hashtext('schedlens maintenance')`
+
+// lockTimeout bounds how long a drop waits for the partition's readers and writers: a drop
+// queued behind a long read would hold every new query of the table behind it. A drop that
+// times out is tried again at the next maintenance.
+const lockTimeout = "5s"
+
+// Maintain creates the coming days' partitions and drops what retention no longer keeps, as of
+// now. Of N processes maintaining one store at once, one does it; the others return Skipped.
+// Dropping a day is one transaction: the events of experiment runs in it are moved to the kept
+// class, then the partition is dropped — never a DELETE over the day's rows.
+func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (MaintainResult, error) {
+	var res MaintainResult
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("maintain: %w", err)
+	}
+	defer conn.Release()
+	var leader bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+maintainLock+`)`).Scan(&leader); err != nil {
+		return res, fmt.Errorf("maintenance lock: %w", err)
+	}
+	if !leader {
+		res.Skipped = true
+		return res, nil
+	}
+	defer func() {
+		// A released connection may be reused: let the lock go with the work, not the session.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+maintainLock+`)`); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+	}()
+	if r.Ahead <= 0 {
+		r.Ahead = 2
+	}
+	today := day(now)
+	need := map[string]map[time.Time]bool{}
+	for _, parent := range dayTables {
+		need[parent] = map[time.Time]bool{}
+		for i := 0; i <= r.Ahead; i++ {
+			need[parent][today.AddDate(0, 0, i)] = true
+		}
+	}
+	before := db.knownPartitions()
+	if _, err := db.ensurePartitions(ctx, need); err != nil {
+		return res, err
+	}
+	for name := range db.knownPartitions() {
+		if !before[name] {
+			res.Created = append(res.Created, name)
+		}
+	}
+	if r.Events > 0 {
+		res.Horizon = day(now.Add(-r.Events))
+		if err := db.dropBefore(ctx, res.Horizon, &res); err != nil {
+			return res, err
+		}
+	}
+	if r.DeadLetters > 0 {
+		tag, err := db.pool.Exec(ctx, `DELETE FROM dead_letters WHERE received_at < $1`, now.Add(-r.DeadLetters))
+		if err != nil {
+			return res, fmt.Errorf("drop dead letters: %w", err)
+		}
+		res.DeadLetters = tag.RowsAffected()
+	}
+	_, err = db.pool.Exec(ctx, `INSERT INTO retention (class, maintained_at) SELECT unnest($1::text[]), $2
+		ON CONFLICT (class) DO UPDATE SET maintained_at = excluded.maintained_at`, []string{ClassEvents, ClassDeadLetters}, now)
+	if err != nil {
+		return res, fmt.Errorf("record maintenance: %w", err)
+	}
+	return res, nil
+}
+
+// knownPartitions is the set of partitions this process knows.
+func (db *DB) knownPartitions() map[string]bool {
+	db.parts.mu.Lock()
+	defer db.parts.mu.Unlock()
+	out := map[string]bool{}
+	for parent, spans := range db.parts.spans {
+		for _, s := range spans {
+			out[partitionName(parent, s.lower)] = true
+		}
+	}
+	return out
+}
+
+// keptEvents moves to the kept class, among the raw events of [$1, $2), those retention keeps:
+// the events of experiment runs (of pods attributed to an experiment, the definitions,
+// whatever names an experiment, the snapshots of the nodes experiment pods ran on: the
+// conditions of their arms), and the snapshots and Kubernetes events of every pod still kept
+// (not ended before the horizon), which its timeline and the workload reads are derived from —
+// its requests and GPU samples go with the day. Such a pod's kept events go when it ends
+// before a later horizon (dropBefore).
+const keptEvents = `
+UPDATE events SET class = 'kept'
+WHERE class = 'raw' AND occurred_at >= $1 AND occurred_at < $2
+  AND (pod_uid IN (` + experimentPods + `)
+       OR (kind IN ('pod_status', 'k8s_event') AND pod_uid IN (SELECT uid FROM pods))
+       OR kind = 'experiment' OR envelope ? 'experiment'
+       OR (kind = 'node_status' AND node IN (SELECT COALESCE(scheduled_event_node, status_node) FROM pods
+                                            WHERE exp_name IS NOT NULL AND COALESCE(scheduled_event_node, status_node) IS NOT NULL)))`
+
+// experimentPods is the pods of experiment runs: those attributed to an experiment and those an
+// experiment pod preempted (the victims a run's details list).
+const experimentPods = `SELECT uid FROM pods WHERE exp_name IS NOT NULL
+    OR preempted_by IN (SELECT uid FROM pods WHERE exp_name IS NOT NULL)`
+
+// endedPods is the pods no experiment keeps whose timeline ends before $1: ended, or last
+// observed, then (pod_timeline's observed_until).
+const endedPods = `SELECT uid FROM pod_timeline WHERE observed_until < $1 AND uid NOT IN (` + experimentPods + `)`
+
+// pinProofs writes on each pod its timeline reads from an inventory older than $1 what that
+// inventory proved — the latest listing of the pod, and the first inventory of its scope after
+// it that left the pod out — so that dropping the inventories changes no kept timeline.
+const pinProofs = `
+WITH proof AS (
+    SELECT p.uid, a.alive_at,
+           (SELECT min(i.listed_at) FROM inventories i
+            WHERE i.cluster = p.cluster AND i.scope_key = p.scope_key AND i.listed_at > a.alive_at) AS unobserved_end
+    FROM pods p
+    CROSS JOIN LATERAL (SELECT GREATEST(p.alive_at, (SELECT max(ip.listed_at) FROM inventory_pods ip
+                                                     WHERE ip.uid = lower(p.uid) AND ip.cluster = p.cluster AND ip.scope_key = p.scope_key)) AS alive_at) a
+    WHERE p.ended_at IS NULL AND p.scope_key IS NOT NULL AND p.unobserved_end_at IS NULL
+)
+UPDATE pods p SET alive_at = proof.alive_at, unobserved_end_at = proof.unobserved_end
+FROM proof
+WHERE p.uid = proof.uid AND proof.alive_at < $1`
+
+// dropBefore drops every day partition wholly before horizon, the projections of the pods
+// that ended before it, and the heartbeats and workload states no kept timeline reads.
+func (db *DB) dropBefore(ctx context.Context, horizon time.Time, res *MaintainResult) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, partitionLock); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO retention (class, horizon) VALUES ($1, $2)
+			ON CONFLICT (class) DO UPDATE SET horizon = GREATEST(retention.horizon, excluded.horizon)`, ClassEvents, horizon)
+		if err != nil {
+			return fmt.Errorf("set the horizon: %w", err)
+		}
+		tag, err := tx.Exec(ctx, pinProofs, horizon)
+		if err != nil {
+			return fmt.Errorf("pin inventory proofs: %w", err)
+		}
+		res.Pinned = tag.RowsAffected()
+		rows, err := tx.Query(ctx, endedPods, horizon)
+		if err != nil {
+			return fmt.Errorf("find ended pods: %w", err)
+		}
+		uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("find ended pods: %w", err)
+		}
+		for _, q := range []string{
+			`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_ips WHERE uid = ANY($1)`,
+			`DELETE FROM pods WHERE uid = ANY($1)`,
+			`DELETE FROM events WHERE class = 'kept' AND pod_uid = ANY($1)`,
+		} {
+			if _, err := tx.Exec(ctx, q, uids); err != nil {
+				return fmt.Errorf("drop ended pods: %w", err)
+			}
+		}
+		res.Pods = int64(len(uids))
+		if _, err := tx.Exec(ctx, `DELETE FROM unattributed_requests WHERE occurred_at < $1`, horizon); err != nil {
+			return fmt.Errorf("drop unattributed requests: %w", err)
+		}
+		// A heartbeat is read by the pods alive when it began; one that ended before the
+		// horizon extends no kept pod past it.
+		if _, err := tx.Exec(ctx, `DELETE FROM scope_watches WHERE live_until < $1`, horizon); err != nil {
+			return fmt.Errorf("drop heartbeats: %w", err)
+		}
+		// "Desired" at a moment is the latest state before it: keep each workload's latest
+		// state before the horizon, drop the older ones.
+		_, err = tx.Exec(ctx, `DELETE FROM workload_states w WHERE w.occurred_at < $1 AND EXISTS (
+			SELECT 1 FROM workload_states l WHERE l.namespace = w.namespace AND l.kind = w.kind AND l.name = w.name
+			  AND l.cluster = w.cluster AND l.occurred_at > w.occurred_at AND l.occurred_at < $1)`, horizon)
+		if err != nil {
+			return fmt.Errorf("drop workload states: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("retention: %w", err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT parent, name, lower, upper FROM partitions WHERE upper <= $1 ORDER BY upper, name`, horizon)
+	if err != nil {
+		return fmt.Errorf("list expired partitions: %w", err)
+	}
+	type expiredPart struct {
+		parent, name string
+		lower, upper time.Time
+	}
+	var parts []expiredPart
+	var p expiredPart
+	var lower, upper pgtype.Timestamptz
+	_, err = pgx.ForEachRow(rows, []any{&p.parent, &p.name, &lower, &upper}, func() error {
+		p.lower, p.upper = spanTime(lower), spanTime(upper)
+		parts = append(parts, p)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list expired partitions: %w", err)
+	}
+	for _, p := range parts {
+		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockTimeout+`'`); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, partitionLock); err != nil {
+				return err
+			}
+			name := pgx.Identifier{p.name}.Sanitize()
+			// Writers of the day finish first; none can start until it is gone.
+			if _, err := tx.Exec(ctx, `LOCK TABLE `+name+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+				return err
+			}
+			if p.parent == rawEvents {
+				lo := p.lower
+				if lo.IsZero() {
+					lo = time.Unix(-62135596800, 0) // 0001-01-01, before any event
+				}
+				tag, err := tx.Exec(ctx, keptEvents, lo, p.upper)
+				if err != nil {
+					return fmt.Errorf("keep experiment events: %w", err)
+				}
+				res.Kept += tag.RowsAffected()
+			}
+			if _, err := tx.Exec(ctx, `DROP TABLE `+name); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DELETE FROM partitions WHERE name = $1`, p.name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("drop %s: %w", p.name, err)
+		}
+		res.Dropped = append(res.Dropped, p.name)
+	}
+	db.parts.reset()
+	return nil
+}
