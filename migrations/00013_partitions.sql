@@ -95,6 +95,8 @@ CREATE INDEX events_node_status ON events (node, occurred_at) WHERE kind = 'node
 CREATE INDEX events_node_status_time ON events (occurred_at) WHERE kind = 'node_status';
 CREATE INDEX events_pod_status ON events (pod_uid, occurred_at) WHERE kind = 'pod_status';
 CREATE INDEX events_pod_k8s_event ON events (pod_uid, occurred_at) WHERE kind = 'k8s_event';
+-- An experiment's definitions, found when it is deleted (DELETE /v1/experiments/{name}).
+CREATE INDEX events_experiment ON events ((envelope->'data'->>'name')) WHERE kind = 'experiment';
 
 -- inventories
 ALTER TABLE inventories RENAME TO inventories_until_partitioning;
@@ -138,6 +140,7 @@ CREATE INDEX scope_watches_until ON scope_watches (live_until);
 -- +goose Down
 -- Everything partitioned goes back to one table each (a copy: only for a store small enough).
 DROP VIEW IF EXISTS pod_timeline;
+DROP INDEX events_experiment;
 DROP INDEX scope_watches_until;
 DROP INDEX dead_letters_received;
 ALTER TABLE pods DROP COLUMN unobserved_end_at;

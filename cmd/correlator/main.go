@@ -23,6 +23,7 @@ commands:
   serve     consume the stream into Postgres (default); migrates the schema first
   migrate   apply pending schema migrations and exit
   rebuild   recompute every projection from the events table and exit
+  maintain  create the coming days' partitions, drop what retention no longer keeps, and exit
 
 flags:
 `
@@ -49,6 +50,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	config.StreamFlags(fs, &o.Stream.MaxAge, &o.Stream.MaxBytes, &o.Stream.Duplicates, &o.Stream.Replicas)
 	config.Labels(fs, &o.Labels)
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
+	fs.Age(&o.Retention.Events, "retention-events", "SCHEDLENS_RETENTION_EVENTS", 0,
+		"keep raw events and inventories this long, whole UTC days (e.g. 15d; 0 keeps them for ever); experiment runs are kept until deleted")
+	fs.Age(&o.Retention.DeadLetters, "retention-dead-letters", "SCHEDLENS_RETENTION_DEAD_LETTERS", 0,
+		"keep dead letters this long (e.g. 30d; 0 keeps them for ever)")
+	fs.Duration(&o.MaintenanceInterval, "maintenance-interval", "SCHEDLENS_MAINTENANCE_INTERVAL", correlatorapp.DefaultMaintenanceInterval,
+		"how often serve maintains the store, one correlator at a time (0: never; run `correlator maintain` instead)")
 	proc.Define(fs)
 	fs.UsageText(usageText)
 
@@ -65,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return config.Usagef("unexpected arguments %q", rest)
 	}
 	switch cmd {
-	case "serve", "migrate", "rebuild":
+	case "serve", "migrate", "rebuild", "maintain":
 	default:
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
@@ -88,8 +95,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "rebuilt projections from %d events in %s (%d no longer decode)\n", res.Events, time.Since(start).Round(time.Millisecond), res.Rejected)
 		return nil
 	}
+	if cmd == "maintain" {
+		res, err := correlatorapp.Maintain(ctx, o)
+		if err != nil {
+			return err
+		}
+		if res.Skipped {
+			fmt.Fprintln(stdout, "another process is maintaining the store; nothing done")
+			return nil
+		}
+		fmt.Fprintf(stdout, "created %d partitions %v; dropped %d %v (horizon %s); kept %d events of experiment runs and kept pods; dropped %d ended pods, %d dead letters\n",
+			len(res.Created), res.Created, len(res.Dropped), res.Dropped, horizonText(res.Horizon), res.Kept, res.Pods, res.DeadLetters)
+		return nil
+	}
+	if o.MaintenanceInterval == 0 {
+		o.MaintenanceInterval = -1 // 0 on the command line: never
+	}
 	if err := correlator.Check(o.Correlator); err != nil {
 		return config.Usagef("%v", err)
 	}
 	return correlatorapp.Run(ctx, o)
+}
+
+// horizonText is the horizon, or "none" when retention kept everything.
+func horizonText(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.Format(time.RFC3339)
 }

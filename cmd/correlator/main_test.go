@@ -66,3 +66,30 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 		}
 	}
 }
+
+// `correlator maintain` migrates, creates the coming days' partitions and says what it did; a
+// retention that is not a duration is a usage error.
+func TestMaintainCommand(t *testing.T) {
+	url := pgtest.URL(t)
+	env := pgtest.UnreachableEnv("root")
+	var stdout, stderr bytes.Buffer
+	args := []string{"correlator", "maintain", "-database-url", url, "-retention-events", "15d", "-retention-dead-letters", "2w"}
+	if err := run(context.Background(), args, env, &stdout, &stderr); err != nil {
+		t.Fatalf("%q: %v\n%s", args, err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "created 9 partitions") || !strings.Contains(stdout.String(), "dropped 0") {
+		t.Errorf("maintain printed %q; want 9 partitions created (today and 2 days ahead, 3 tables) and none dropped", stdout.String())
+	}
+	stdout.Reset()
+	if err := run(context.Background(), args, env, &stdout, &stderr); err != nil {
+		t.Fatalf("%q again: %v", args, err)
+	}
+	if !strings.Contains(stdout.String(), "created 0 partitions") {
+		t.Errorf("maintain again printed %q; want nothing created", stdout.String())
+	}
+	stderr.Reset()
+	err := run(context.Background(), []string{"correlator", "maintain", "-database-url", url, "-retention-events", "15days"}, env, &bytes.Buffer{}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "15days") || !strings.Contains(stderr.String(), "usage:") {
+		t.Errorf("-retention-events 15days: %v; want a usage error naming the value", err)
+	}
+}

@@ -83,6 +83,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments", s.listExperiments)
 	r.Get("/v1/experiments/{name}", s.experiment)
 	r.Put("/v1/experiments/{name}", s.putExperiment)
+	r.Delete("/v1/experiments/{name}", s.deleteExperiment)
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)

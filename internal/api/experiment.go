@@ -75,6 +75,21 @@ func (s *Server) putExperiment(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// deleteExperiment deletes an experiment — its definition, its pods and their every event —
+// which retention never drops (role write; a caller limited to some namespaces may delete only
+// an experiment that lives in them all).
+func (s *Server) deleteExperiment(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	if !s.mayReadExperiment(w, r, name) {
+		return
+	}
+	err := s.db.DeleteExperiment(r.Context(), name)
+	if s.failed(w, r, err, "Unknown experiment", fmt.Sprintf("no definition and no pods of experiment %q", name)) {
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // Comparison is the answer of /v1/experiments/{name}/comparison (compare.Comparison).
 type Comparison = compare.Comparison
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/api/apitest"
+	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 )
@@ -115,5 +116,32 @@ func TestExperimentDefinitionProblems(t *testing.T) {
 	}
 	if string(one.Definition["repeats"]) != `"three"` || string(one.Definition["baseline"]) != `"control"` || !strings.Contains(string(one.Definition["thresholds"]), "error_rate") {
 		t.Errorf("definition %v: want repeats kept as it came beside the baseline and thresholds", one.Definition)
+	}
+}
+
+// DELETE /v1/experiments/{name}: 204 and the experiment is gone (its page, its comparison);
+// again, or an experiment never known, is a 404 problem.
+func TestDeleteExperiment(t *testing.T) {
+	db := pgtest.DB(t)
+	if _, err := db.Append(context.Background(), eventgen.Generate(eventgen.Default()), nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.Serve(t, db)
+	if resp, p := do(t, http.MethodGet, srv.URL+"/v1/experiments/day20/comparison", "", false); resp.StatusCode != http.StatusOK {
+		t.Fatalf("comparison before: %d %+v", resp.StatusCode, p)
+	}
+	if resp, p := do(t, http.MethodDelete, srv.URL+"/v1/experiments/day20", "", false); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE day20: %d %+v", resp.StatusCode, p)
+	}
+	for _, path := range []string{"/v1/experiments/day20", "/v1/experiments/day20/comparison"} {
+		if resp, p := do(t, http.MethodGet, srv.URL+path, "", false); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s after the delete: %d %+v, want 404", path, resp.StatusCode, p)
+		}
+	}
+	for _, name := range []string{"day20", "never"} {
+		resp, p := do(t, http.MethodDelete, srv.URL+"/v1/experiments/"+name, "", false)
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("DELETE %s: %d %s %+v, want a 404 problem", name, resp.StatusCode, resp.Header.Get("Content-Type"), p)
+		}
 	}
 }

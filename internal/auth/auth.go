@@ -29,7 +29,7 @@ const (
 	None Role = iota
 	// Read: every GET of the api and the web UI (and POST /v1/requests/lookup, a read).
 	Read
-	// Write: Read, plus PUT /v1/experiments/{name} and POST /v1/ingest/requests.
+	// Write: Read, plus PUT and DELETE /v1/experiments/{name} and POST /v1/ingest/requests.
 	Write
 )
 
@@ -82,7 +82,7 @@ type Scoper interface {
 type Policy func(r *http.Request) Role
 
 // APIPolicy is the api's: /healthz and /readyz open, /metrics open unless protectMetrics (then
-// read), PUT /v1/experiments/{name} and POST /v1/ingest/… write, everything else — /v1/*, /ui/,
+// read), PUT and DELETE /v1/experiments/{name} and POST /v1/ingest/… write, everything else — /v1/*, /ui/,
 // /openapi.json — read.
 func APIPolicy(protectMetrics bool) Policy {
 	return func(r *http.Request) Role {
@@ -94,7 +94,7 @@ func APIPolicy(protectMetrics bool) Policy {
 				return Read
 			}
 			return None
-		case r.Method == http.MethodPut && strings.HasPrefix(p, "/v1/experiments/"),
+		case (r.Method == http.MethodPut || r.Method == http.MethodDelete) && strings.HasPrefix(p, "/v1/experiments/"),
 			strings.HasPrefix(p, "/v1/ingest/"):
 			return Write
 		}

@@ -104,6 +104,8 @@ func TestTokenFileRoles(t *testing.T) {
 		{"PUT", "/v1/experiments/day1", "", 401},
 		{"PUT", "/v1/experiments/day1", "Bearer " + readToken, 403},
 		{"PUT", "/v1/experiments/day1", "bearer " + writeToken, 204},
+		{"DELETE", "/v1/experiments/day1", "Bearer " + readToken, 403},
+		{"DELETE", "/v1/experiments/day1", "Bearer " + writeToken, 204},
 		{"GET", "/v1/experiments/day1", "Bearer " + writeToken, 204}, // write implies read
 		{"POST", "/v1/ingest/requests", "Bearer " + readToken, 403},
 	} {

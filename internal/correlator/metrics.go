@@ -15,6 +15,7 @@ type metrics struct {
 	stored        *prometheus.CounterVec
 	duplicates    prometheus.Counter
 	deadLetters   prometheus.Counter
+	expired       prometheus.Counter
 	batchFailures prometheus.Counter
 	batchSize     prometheus.Histogram
 	batchSeconds  prometheus.Histogram
@@ -38,6 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"kind"})),
 		duplicates:    r.counter("schedlens_correlator_duplicates_total", "Delivered events already stored (redeliveries, republished ids)."),
 		deadLetters:   r.counter("schedlens_correlator_dead_letters_total", "Messages dead-lettered as malformed or invalid."),
+		expired:       r.counter("schedlens_correlator_events_expired_total", "Delivered events older than the retention horizon, refused: their day was dropped."),
 		batchFailures: r.counter("schedlens_correlator_batch_failures_total", "Batches that failed transiently and were left for redelivery."),
 		batchSize: r.histogram("schedlens_correlator_batch_size", "Messages per stored batch.",
 			prometheus.ExponentialBuckets(1, 4, 8)),
@@ -90,6 +92,7 @@ func (m *metrics) observe(res store.AppendResult, n int, took time.Duration) {
 	}
 	m.duplicates.Add(float64(res.Duplicates))
 	m.deadLetters.Add(float64(res.DeadLetters))
+	m.expired.Add(float64(res.Expired))
 	m.batchSize.Observe(float64(n))
 	m.batchSeconds.Observe(took.Seconds())
 }

@@ -48,6 +48,12 @@ type Options struct {
 	TLS ops.TLSFiles
 	// NATS holds the NATS client's TLS and credentials.
 	NATS bus.Credentials
+	// Retention is how long each class of data is kept (zero: for ever).
+	Retention store.Retention
+	// MaintenanceInterval is how often serve maintains the store — creates the coming days'
+	// partitions and drops what Retention no longer keeps — one correlator of several at a
+	// time (zero: DefaultMaintenanceInterval; negative: never, `correlator maintain` does it).
+	MaintenanceInterval time.Duration
 }
 
 // DefaultDatabaseRetryMax is the longest wait between two attempts to reach the database.
@@ -68,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.Labels == (events.LabelKeys{}) {
 		o.Labels = events.DefaultLabelKeys
+	}
+	if o.MaintenanceInterval == 0 {
+		o.MaintenanceInterval = DefaultMaintenanceInterval
 	}
 }
 
@@ -140,6 +149,10 @@ func Run(ctx context.Context, o Options) error {
 		}
 		return db.Ping(ctx)
 	}
+	mm, err := newMaintenanceMetrics(o.Registry)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return ops.Serve(gctx, o.MetricsAddr, ops.Handler(o.Registry, ready), logger, o.Bound, tlsOpt)
@@ -149,6 +162,9 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		migrated.Store(true)
+		if o.MaintenanceInterval > 0 {
+			g.Go(func() error { return maintainEvery(gctx, db, o.Retention, o.MaintenanceInterval, mm, logger) })
+		}
 		conn, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger, natsOpts...)
 		if err != nil {
 			return err

@@ -107,6 +107,12 @@ func daysOf(envs []*events.Envelope) map[string]map[time.Time]bool {
 // creating the missing ones in a transaction of their own (creating a partition locks its
 // parent: not for the length of a batch), and returns the horizon.
 func (db *DB) ensurePartitions(ctx context.Context, need map[string]map[time.Time]bool) (time.Time, error) {
+	horizon, _, err := db.createPartitions(ctx, need)
+	return horizon, err
+}
+
+// createPartitions is ensurePartitions, also returning the partitions it created.
+func (db *DB) createPartitions(ctx context.Context, need map[string]map[time.Time]bool) (time.Time, []string, error) {
 	c := &db.parts
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,42 +127,45 @@ func (db *DB) ensurePartitions(ctx context.Context, need map[string]map[time.Tim
 		}
 	}
 	if !missing {
-		return c.horizon, nil
+		return c.horizon, nil, nil
 	}
+	var created []string
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		horizon, spans, err := createMissing(ctx, tx, need)
-		c.horizon, c.spans, c.loaded = horizon, spans, err == nil
+		horizon, spans, names, err := createMissing(ctx, tx, need)
+		c.horizon, c.spans, c.loaded, created = horizon, spans, err == nil, names
 		return err
 	})
 	if err != nil {
 		c.loaded = false
-		return time.Time{}, fmt.Errorf("create partitions: %w", err)
+		return time.Time{}, nil, fmt.Errorf("create partitions: %w", err)
 	}
-	return c.horizon, nil
+	return c.horizon, created, nil
 }
 
 // createMissing creates in tx the partitions of need that do not exist, except for days before
-// the horizon, and returns the horizon and every partition's range.
-func createMissing(ctx context.Context, tx pgx.Tx, need map[string]map[time.Time]bool) (time.Time, map[string][]dayRange, error) {
+// the horizon, and returns the horizon, every partition's range and the names it created.
+func createMissing(ctx context.Context, tx pgx.Tx, need map[string]map[time.Time]bool) (time.Time, map[string][]dayRange, []string, error) {
 	if _, err := tx.Exec(ctx, partitionLock); err != nil {
-		return time.Time{}, nil, err
+		return time.Time{}, nil, nil, err
 	}
 	horizon, spans, err := readPartitions(ctx, tx)
 	if err != nil {
-		return time.Time{}, nil, err
+		return time.Time{}, nil, nil, err
 	}
+	var created []string
 	for _, parent := range dayTables {
 		for _, d := range slices.SortedFunc(maps.Keys(need[parent]), time.Time.Compare) {
 			if d.Before(horizon) || covers(spans[parent], d) {
 				continue
 			}
 			if err := createPartition(ctx, tx, parent, d); err != nil {
-				return time.Time{}, nil, err
+				return time.Time{}, nil, nil, err
 			}
 			spans[parent] = append(spans[parent], dayRange{d, d.Add(24 * time.Hour)})
+			created = append(created, partitionName(parent, d))
 		}
 	}
-	return horizon, spans, nil
+	return horizon, spans, created, nil
 }
 
 // readPartitions reads the horizon and every partition's range.

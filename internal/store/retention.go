@@ -82,15 +82,11 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 			need[parent][today.AddDate(0, 0, i)] = true
 		}
 	}
-	before := db.knownPartitions()
-	if _, err := db.ensurePartitions(ctx, need); err != nil {
+	_, created, err := db.createPartitions(ctx, need)
+	if err != nil {
 		return res, err
 	}
-	for name := range db.knownPartitions() {
-		if !before[name] {
-			res.Created = append(res.Created, name)
-		}
-	}
+	res.Created = created
 	if r.Events > 0 {
 		res.Horizon = day(now.Add(-r.Events))
 		if err := db.dropBefore(ctx, res.Horizon, &res); err != nil {
@@ -110,19 +106,6 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 		return res, fmt.Errorf("record maintenance: %w", err)
 	}
 	return res, nil
-}
-
-// knownPartitions is the set of partitions this process knows.
-func (db *DB) knownPartitions() map[string]bool {
-	db.parts.mu.Lock()
-	defer db.parts.mu.Unlock()
-	out := map[string]bool{}
-	for parent, spans := range db.parts.spans {
-		for _, s := range spans {
-			out[partitionName(parent, s.lower)] = true
-		}
-	}
-	return out
 }
 
 // keptEvents moves to the kept class, among the raw events of [$1, $2), those retention keeps:
@@ -282,4 +265,95 @@ func (db *DB) dropBefore(ctx context.Context, horizon time.Time, res *MaintainRe
 	}
 	db.parts.reset()
 	return nil
+}
+
+// StorageState is what the store holds, for the maintenance metrics.
+type StorageState struct {
+	Bytes        map[string]int64 // on disk (tables, indexes, TOAST) by class: StorageClasses
+	Oldest       time.Time        // the lower bound of the oldest day of raw events kept (zero: unbounded, an adopted table)
+	Horizon      time.Time        // nothing older is stored (zero: retention has dropped nothing)
+	MaintainedAt time.Time        // when maintenance last ran, by any process (zero: never)
+}
+
+// StorageClasses are the classes StorageState.Bytes reports: raw events, the events retention
+// keeps (experiment runs, kept pods' snapshots), the inventories, the other projections and
+// the dead letters.
+var StorageClasses = []string{"events", "kept_events", "inventories", "projections", "dead_letters"}
+
+const storageBytes = `
+SELECT 'events', COALESCE(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('events_raw') WHERE isleaf
+UNION ALL SELECT 'kept_events', pg_total_relation_size('events_kept')
+UNION ALL SELECT 'inventories', COALESCE(sum(pg_total_relation_size(relid)), 0)::bigint
+          FROM (SELECT relid, isleaf FROM pg_partition_tree('inventories') UNION ALL SELECT relid, isleaf FROM pg_partition_tree('inventory_pods')) t WHERE isleaf
+UNION ALL SELECT 'projections', (SELECT sum(pg_total_relation_size(c))::bigint FROM unnest(ARRAY[
+          'pods', 'pod_event_series', 'pod_latency', 'pod_gpu_util', 'pod_ips', 'unattributed_requests', 'scope_watches',
+          'workload_states', 'experiments', 'inventory_parts', 'kind_counts']::regclass[]) c)
+UNION ALL SELECT 'dead_letters', pg_total_relation_size('dead_letters')`
+
+// Storage reads the StorageState.
+func (db *DB) Storage(ctx context.Context) (StorageState, error) {
+	st := StorageState{Bytes: map[string]int64{}}
+	rows, err := db.pool.Query(ctx, storageBytes)
+	if err != nil {
+		return st, fmt.Errorf("read storage: %w", err)
+	}
+	var class string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&class, &n}, func() error { st.Bytes[class] = n; return nil }); err != nil {
+		return st, fmt.Errorf("read storage: %w", err)
+	}
+	var oldest, horizon, maintained pgtype.Timestamptz
+	err = db.pool.QueryRow(ctx, `SELECT (SELECT min(lower) FROM partitions WHERE parent = $1),
+		(SELECT horizon FROM retention WHERE class = $2), (SELECT max(maintained_at) FROM retention)`, rawEvents, ClassEvents).
+		Scan(&oldest, &horizon, &maintained)
+	if err != nil {
+		return st, fmt.Errorf("read storage: %w", err)
+	}
+	if oldest.Valid {
+		st.Oldest = spanTime(oldest)
+	}
+	st.Horizon, st.MaintainedAt = horizon.Time, maintained.Time
+	return st, nil
+}
+
+// DeleteExperiment deletes an experiment: its definition, its pods (those attributed to it and
+// the victims they preempted) with every projection of them, and their events, kept or raw. It
+// reports ErrNotFound when the store knows no experiment by that name. A definition still in a
+// ConfigMap comes back when the collector next lists it.
+func (db *DB) DeleteExperiment(ctx context.Context, name string) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT uid FROM pods WHERE exp_name = $1
+			UNION SELECT v.uid FROM pods v JOIN pods p ON v.preempted_by = p.uid AND p.exp_name = $1 WHERE v.exp_name IS NULL`, name)
+		if err != nil {
+			return fmt.Errorf("find the experiment's pods: %w", err)
+		}
+		uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("find the experiment's pods: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM experiments WHERE name = $1`, name)
+		if err != nil {
+			return fmt.Errorf("delete the definition: %w", err)
+		}
+		if tag.RowsAffected() == 0 && len(uids) == 0 {
+			return ErrNotFound
+		}
+		for _, q := range []string{
+			`DELETE FROM events WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
+			`DELETE FROM pod_ips WHERE uid = ANY($1)`,
+			`DELETE FROM pods WHERE uid = ANY($1)`,
+		} {
+			if _, err := tx.Exec(ctx, q, uids); err != nil {
+				return fmt.Errorf("delete the experiment's pods: %w", err)
+			}
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM events WHERE kind = 'experiment' AND envelope->'data'->>'name' = $1`, name)
+		if err != nil {
+			return fmt.Errorf("delete the definitions: %w", err)
+		}
+		return nil
+	})
 }

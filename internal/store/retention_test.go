@@ -326,3 +326,46 @@ func TestMigrationAdoptsStoredEvents(t *testing.T) {
 		t.Errorf("experiment timelines changed by retention (-before +after):\n%s", diff)
 	}
 }
+
+// Deleting an experiment deletes its definition, its pods and their victims, and every event of
+// them, kept or raw; the other experiment and the observed workload are untouched.
+func TestDeleteExperiment(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db := pgtest.Open(t, url)
+	work, exp, now := retentionWorld(t, db)
+	other := eventgen.Default()
+	other.Experiment, other.Seed, other.IDPrefix, other.Namespace = "day21", 21, "day21/", "ai-lab-2"
+	other.Scope = &events.Scope{Namespaces: []string{"ai-lab-2"}, Selector: events.LabelExperiment}
+	kept := eventgen.Generate(other)
+	ingestInBatches(t, db, kept, 500)
+	if _, err := db.Maintain(ctx, store.Retention{Events: 72 * time.Hour}, now); err != nil {
+		t.Fatal(err)
+	}
+	keptBefore := timelines(t, db, podUIDs(kept))
+	workEvents := countRows(t, url, `SELECT count(*) FROM events WHERE pod_uid = ANY($1)`, podUIDs(work))
+
+	if err := db.DeleteExperiment(ctx, "day20"); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range podUIDs(exp) {
+		if _, err := db.Timeline(ctx, uid); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("pod %s of the deleted experiment: %v, want not found", uid, err)
+		}
+	}
+	if n := countRows(t, url, `SELECT count(*) FROM events WHERE pod_uid = ANY($1) OR (kind = 'experiment' AND envelope->'data'->>'name' = 'day20')`, podUIDs(exp)); n != 0 {
+		t.Errorf("%d events of the deleted experiment left", n)
+	}
+	if _, err := db.Experiment(ctx, "day20"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted experiment: %v, want not found", err)
+	}
+	if diff := cmp.Diff(keptBefore, timelines(t, db, podUIDs(kept))); diff != "" {
+		t.Errorf("the other experiment changed (-before +after):\n%s", diff)
+	}
+	if n := countRows(t, url, `SELECT count(*) FROM events WHERE pod_uid = ANY($1)`, podUIDs(work)); n != workEvents {
+		t.Errorf("the workload's events: %d, were %d", n, workEvents)
+	}
+	if err := db.DeleteExperiment(ctx, "day20"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleting it again: %v, want not found", err)
+	}
+}
