@@ -3,13 +3,16 @@
 -- Bounded storage (issue 24; docs/operations.md#retention). The tables that grow with every event
 -- are partitioned by UTC day, natively (declarative partitioning: no extension), so retention
 -- drops whole partitions, never runs a long DELETE:
--- - events: by class, then by day. Class 'raw' (every event as it arrives) is partitioned by
---   occurred_at, one partition per UTC day; class 'kept' holds the events of experiment runs,
+-- - events: by class, then by time. Class 'raw' (every event as it arrives but request results
+--   and GPU samples) is partitioned by occurred_at, one partition per UTC day; class 'samples'
+--   (request results and GPU samples, the bulk of a busy cluster's events) one per hour, so
+--   their raw window can be short: past it they are summarised (request_buckets, gpu_samples);
+--   class 'kept' holds the events of experiment runs,
 --   which retention never drops (they are moved there from a day before it is dropped, and
 --   deleted with their experiment: DELETE /v1/experiments/{name}). A unique key of a partitioned
 --   table must hold its partition keys, so the primary key is (id, occurred_at, class): the same
 --   thing as id alone, because an id names one event and so one occurred_at (docs/contracts.md),
---   and every event arrives as 'raw', so a copy of a stored event always meets it in the same
+--   and an event's class is a function of its kind, so a copy of a stored event always meets it in the same
 --   partition, however late it comes (until that day is dropped: then it is refused as expired).
 -- - inventories and inventory_pods: by listed_at, one partition per UTC day.
 -- The store creates each day's partition when the first row of that day comes (store.partitions)
@@ -87,6 +90,7 @@ CREATE TABLE events (
     PRIMARY KEY (id, occurred_at, class)
 ) PARTITION BY LIST (class);
 CREATE TABLE events_raw PARTITION OF events FOR VALUES IN ('raw') PARTITION BY RANGE (occurred_at);
+CREATE TABLE events_samples PARTITION OF events FOR VALUES IN ('samples') PARTITION BY RANGE (occurred_at);
 CREATE TABLE events_kept PARTITION OF events FOR VALUES IN ('kept');
 SELECT pg_temp.adopt('events', 'occurred_at', 'events_raw');
 -- Created on the parent, each index is attached to the old table's equal one, not built again.
@@ -126,6 +130,41 @@ CREATE TABLE inventory_pods (
 ) PARTITION BY RANGE (listed_at);
 SELECT pg_temp.adopt('inventory_pods', 'listed_at', 'inventory_pods');
 CREATE INDEX inventory_pods_latest ON inventory_pods (uid, cluster, scope_key, listed_at);
+
+-- Request results outside experiment runs, once their raw hour is past the samples' horizon:
+-- per pod and 10 s (internal/summary). latency is the successful results' latency (ms) as a
+-- DDSketch in sketches-go's encoding (1 % relative accuracy); error_classes {class: count},
+-- NULL when none failed.
+CREATE TABLE request_buckets (
+    pod_uid          text        NOT NULL,
+    start            timestamptz NOT NULL,
+    requests         int         NOT NULL,
+    errors           int         NOT NULL,
+    pre_ready        int         NOT NULL,
+    pre_ready_errors int         NOT NULL,
+    error_classes    jsonb,
+    first_success    timestamptz,
+    last_success     timestamptz,
+    latency          bytea
+) PARTITION BY RANGE (start);
+CREATE INDEX request_buckets_pod ON request_buckets (pod_uid, start);
+
+-- GPU samples outside experiment runs, once their raw hour is past the samples' horizon: typed
+-- columns (the utilisation and framebuffer the measures read), not one JSON document each.
+CREATE TABLE gpu_samples (
+    at          timestamptz NOT NULL,
+    cluster     text        NOT NULL,
+    node        text,
+    gpu         text        NOT NULL,
+    pod_uid     text,
+    model       text,
+    mig_profile text,
+    period_s    real,
+    util        real,
+    fb_used_mib real
+) PARTITION BY RANGE (at);
+CREATE INDEX gpu_samples_pod ON gpu_samples (pod_uid, at) WHERE pod_uid IS NOT NULL;
+CREATE INDEX gpu_samples_node ON gpu_samples (node, at);
 
 -- What a kept pod's timeline read from rows that retention drops is pinned on the pod first
 -- (store.Maintain): the latest inventory that listed it (alive_at, which existed) and the first
@@ -191,4 +230,4 @@ CREATE TABLE inventory_pods (
 );
 INSERT INTO inventory_pods SELECT * FROM inventory_pods_partitioned;
 CREATE INDEX inventory_pods_latest ON inventory_pods (uid, cluster, scope_key, listed_at);
-DROP TABLE events_partitioned, inventories_partitioned, inventory_pods_partitioned, partitions, retention;
+DROP TABLE events_partitioned, inventories_partitioned, inventory_pods_partitioned, partitions, retention, request_buckets, gpu_samples;

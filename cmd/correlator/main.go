@@ -52,6 +52,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int(&rebuildChunk, "rebuild-chunk", "", 5000, "events read per step by rebuild")
 	fs.Age(&o.Retention.Events, "retention-events", "SCHEDLENS_RETENTION_EVENTS", 0,
 		"keep raw events and inventories this long, whole UTC days (e.g. 15d; 0 keeps them for ever); experiment runs are kept until deleted")
+	fs.Age(&o.Retention.Samples, "retention-raw-samples", "SCHEDLENS_RETENTION_RAW_SAMPLES", 0,
+		"keep request results and GPU samples raw this long, whole hours (e.g. 6h; 0: as long as -retention-events); older ones outside experiment runs become 10 s request buckets and typed GPU samples")
+	fs.Age(&o.Retention.Summaries, "retention-summaries", "SCHEDLENS_RETENTION_SUMMARIES", 0,
+		"keep request buckets this long, whole UTC days (e.g. 90d; 0 keeps them for ever)")
+	fs.Age(&o.Retention.GPUSamples, "retention-gpu-samples", "SCHEDLENS_RETENTION_GPU_SAMPLES", 0,
+		"keep typed GPU samples this long, whole UTC days (e.g. 30d; 0 keeps them for ever)")
 	fs.Age(&o.Retention.DeadLetters, "retention-dead-letters", "SCHEDLENS_RETENTION_DEAD_LETTERS", 0,
 		"keep dead letters this long (e.g. 30d; 0 keeps them for ever)")
 	fs.Duration(&o.MaintenanceInterval, "maintenance-interval", "SCHEDLENS_MAINTENANCE_INTERVAL", correlatorapp.DefaultMaintenanceInterval,
@@ -104,8 +110,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fmt.Fprintln(stdout, "another process is maintaining the store; nothing done")
 			return nil
 		}
-		fmt.Fprintf(stdout, "created %d partitions %v; dropped %d %v (horizon %s); kept %d events of experiment runs and kept pods; dropped %d ended pods, %d dead letters\n",
-			len(res.Created), res.Created, len(res.Dropped), res.Dropped, horizonText(res.Horizon), res.Kept, res.Pods, res.DeadLetters)
+		fmt.Fprintf(stdout, "created %d partitions %v; dropped %d %v (horizon %s); kept %d events of experiment runs and kept pods; made %d request buckets and %d typed GPU samples; dropped %d ended pods, %d dead letters\n",
+			len(res.Created), res.Created, len(res.Dropped), res.Dropped, horizonText(res.Horizon), res.Kept, res.Buckets, res.GPUSamples, res.Pods, res.DeadLetters)
 		return nil
 	}
 	if o.MaintenanceInterval == 0 {

@@ -64,9 +64,9 @@ func LatencyQuantile(hist map[int32]int64, q float64) (float64, bool) {
 // as idle.
 const IdleUtilThreshold = 5
 
-// gpuUtil reads a sample's utilisation in percent: DCGM_FI_DEV_GPU_UTIL, or on MIG instances
+// GPUUtil reads a sample's utilisation in percent: DCGM_FI_DEV_GPU_UTIL, or on MIG instances
 // (where dcgm-exporter has no GPU_UTIL) DCGM_FI_PROF_GR_ENGINE_ACTIVE × 100.
-func gpuUtil(m map[string]float64) (float64, bool) {
+func GPUUtil(m map[string]float64) (float64, bool) {
 	if u, ok := m["DCGM_FI_DEV_GPU_UTIL"]; ok {
 		return u, true
 	}
@@ -77,7 +77,7 @@ func gpuUtil(m map[string]float64) (float64, bool) {
 }
 
 func (f *Facts) addGPUSample(s *events.GPUSample) {
-	u, ok := gpuUtil(s.Metrics)
+	u, ok := GPUUtil(s.Metrics)
 	if !ok {
 		return
 	}

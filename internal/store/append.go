@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 )
 
@@ -64,11 +63,15 @@ func IsDataError(err error) bool {
 const stageDDL = `
 CREATE TEMP TABLE IF NOT EXISTS stage_events (
     id text, kind text, cluster text, source text, occurred_at timestamptz, observed_at timestamptz,
-    pod_uid text, node text, envelope jsonb
+    pod_uid text, node text, envelope jsonb, class text
 ) ON COMMIT DELETE ROWS;
 CREATE TEMP TABLE IF NOT EXISTS stage_pods (LIKE pods) ON COMMIT DELETE ROWS;`
 
 var eventColumns = []string{"id", "kind", "cluster", "source", "occurred_at", "observed_at", "pod_uid", "node", "envelope"}
+
+// storedEventColumns are the columns the store copies: eventColumns and the class, which
+// routes an event to its partitions (eventClass).
+var storedEventColumns = append(slices.Clip(eventColumns), "class")
 
 // eventRow is env as a row of eventColumns.
 func eventRow(env *events.Envelope) []any {
@@ -96,14 +99,14 @@ func (db *DB) Append(ctx context.Context, envs []*events.Envelope, dead []DeadLe
 
 func (db *DB) append(ctx context.Context, envs []*events.Envelope, dead []DeadLetter) (AppendResult, error) {
 	res := AppendResult{ByKind: map[events.Kind]int{}}
-	horizon, err := db.ensurePartitions(ctx, daysOf(envs))
+	h, err := db.ensurePartitions(ctx, partitionsOf(envs))
 	if err != nil {
 		return res, err
 	}
-	if !horizon.IsZero() {
+	if len(h) > 0 {
 		kept := envs[:0:0]
 		for _, env := range envs {
-			if expired(env, horizon) {
+			if h.expired(env) {
 				res.Expired++
 				continue
 			}
@@ -133,15 +136,6 @@ func (db *DB) append(ctx context.Context, envs []*events.Envelope, dead []DeadLe
 	return res, err
 }
 
-// expired reports whether env, or the inventory it holds, is older than the horizon.
-func expired(env *events.Envelope, horizon time.Time) bool {
-	if env.OccurredAt.Before(horizon) {
-		return true
-	}
-	inv, ok := align.InventoryOf(env)
-	return ok && inv.ListedAt.Before(horizon)
-}
-
 // insertEvents appends envs through the staging table and returns the ones that were new.
 func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*events.Envelope, error) {
 	byID := make(map[string]*events.Envelope, len(envs))
@@ -153,7 +147,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 		}
 		byID[env.ID] = env
 		unique = append(unique, env)
-		rows = append(rows, eventRow(env))
+		rows = append(rows, append(eventRow(env), eventClass(env.Kind)))
 	}
 	if len(rows) == 0 {
 		return nil, nil
@@ -164,12 +158,12 @@ func insertEvents(ctx context.Context, tx pgx.Tx, envs []*events.Envelope) ([]*e
 	if copied, err := copyNew(ctx, tx, rows); err != nil || copied {
 		return unique, err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"stage_events"}, storedEventColumns, pgx.CopyFromRows(rows)); err != nil {
 		return nil, fmt.Errorf("copy events to staging: %w", err)
 	}
 	ids, err := tx.Query(ctx, `
-		INSERT INTO events (id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope)
-		SELECT id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope FROM stage_events
+		INSERT INTO events (id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope, class)
+		SELECT id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope, class FROM stage_events
 		ON CONFLICT (id, occurred_at, class) DO NOTHING
 		RETURNING id`)
 	if err != nil {
@@ -194,7 +188,7 @@ func copyNew(ctx context.Context, tx pgx.Tx, rows [][]any) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("savepoint: %w", err)
 	}
-	if _, err := sp.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumns, pgx.CopyFromRows(rows)); err != nil {
+	if _, err := sp.CopyFrom(ctx, pgx.Identifier{"events"}, storedEventColumns, pgx.CopyFromRows(rows)); err != nil {
 		if rerr := sp.Rollback(ctx); rerr != nil {
 			return false, fmt.Errorf("roll back to savepoint: %w", rerr)
 		}

@@ -18,16 +18,73 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 )
 
-// The tables partitioned by UTC day (migrations/00013_partitions.sql): events as they arrive
-// (class 'raw'), by occurred_at, and the inventories, by listed_at. One horizon — that of the
-// raw events' retention — applies to all three: an inventory is an event.
+// The retention classes (docs/operations.md#retention): what each -retention-* setting bounds.
 const (
-	rawEvents      = "events_raw"
-	inventoriesTbl = "inventories"
-	inventoryPods  = "inventory_pods"
+	ClassEvents      = "events"       // raw events but request results and GPU samples; the inventories
+	ClassSamples     = "samples"      // request results and GPU samples as they arrived (raw)
+	ClassSummaries   = "summaries"    // request buckets, made from the raw samples
+	ClassGPUSamples  = "gpu_samples"  // GPU samples in typed columns, made from the raw samples
+	ClassDeadLetters = "dead_letters" // messages that could not be stored
 )
 
-var dayTables = []string{rawEvents, inventoriesTbl, inventoryPods}
+// partitioned is a table partitioned by time (migrations/00013_partitions.sql): one partition
+// per width, named by its start, dropped when wholly older than its class's horizon.
+type partitioned struct {
+	parent string
+	width  time.Duration
+	class  string
+}
+
+// The partitioned tables. Request results and GPU samples — the bulk of a busy cluster's events
+// — arrive in hourly partitions of their own, so that their raw window can be short; the
+// inventories follow the raw events (an inventory is an event).
+var (
+	rawEvents      = partitioned{"events_raw", 24 * time.Hour, ClassEvents}
+	rawSamples     = partitioned{"events_samples", time.Hour, ClassSamples}
+	inventoriesTbl = partitioned{"inventories", 24 * time.Hour, ClassEvents}
+	inventoryPods  = partitioned{"inventory_pods", 24 * time.Hour, ClassEvents}
+	requestBuckets = partitioned{"request_buckets", 24 * time.Hour, ClassSummaries}
+	gpuSamples     = partitioned{"gpu_samples", 24 * time.Hour, ClassGPUSamples}
+	partitionedAll = []partitioned{rawEvents, rawSamples, inventoriesTbl, inventoryPods, requestBuckets, gpuSamples}
+)
+
+// partitionedNamed is the partitioned table named parent.
+func partitionedNamed(parent string) (partitioned, bool) {
+	for _, p := range partitionedAll {
+		if p.parent == parent {
+			return p, true
+		}
+	}
+	return partitioned{}, false
+}
+
+// period is the start of the partition holding t.
+func (p partitioned) period(t time.Time) time.Time { return t.UTC().Truncate(p.width) }
+
+// name is the name of the partition starting at start: events_raw_20261202, events_samples_2026120213.
+func (p partitioned) name(start time.Time) string {
+	if p.width < 24*time.Hour {
+		return p.parent + "_" + start.UTC().Format("2006010215")
+	}
+	return p.parent + "_" + start.UTC().Format("20060102")
+}
+
+// eventClass is the class an event is stored in as it arrives: a function of its kind alone,
+// so that every copy of an event meets the first in the same partition.
+func eventClass(k events.Kind) string {
+	if k == events.KindRequest || k == events.KindGPUSample {
+		return "samples"
+	}
+	return "raw"
+}
+
+// eventTable is the partitioned table an event arrives in.
+func eventTable(k events.Kind) partitioned {
+	if eventClass(k) == "samples" {
+		return rawSamples
+	}
+	return rawEvents
+}
 
 // partitionLock serialises creating and dropping partitions (a transaction-scoped advisory
 // lock): a day is never created while maintenance is dropping it.
@@ -38,26 +95,36 @@ func day(t time.Time) time.Time {
 	return t.UTC().Truncate(24 * time.Hour)
 }
 
-// partitionName is the name of parent's partition for the UTC day d: events_raw_20261202.
-func partitionName(parent string, d time.Time) string {
-	return parent + "_" + d.UTC().Format("20060102")
-}
-
 // dayRange is one partition's range [lower, upper).
 type dayRange struct{ lower, upper time.Time }
 
-// partitionCache is what this process knows of the partitions: those it has seen exist, and
-// the horizon (nothing older is stored). A partition another process dropped makes a copy into
-// it fail (errNoPartition): the cache is then reset and the batch tried once more.
-type partitionCache struct {
-	mu      sync.Mutex
-	spans   map[string][]dayRange // by parent
-	horizon time.Time
-	loaded  bool
+// horizons are the classes' horizons: nothing older is stored (zero: no limit).
+type horizons map[string]time.Time
+
+// expired reports whether env, or the inventory it holds, is older than its class's horizon.
+func (h horizons) expired(env *events.Envelope) bool {
+	if env.OccurredAt.Before(h[eventTable(env.Kind).class]) {
+		return true
+	}
+	inv, ok := align.InventoryOf(env)
+	return ok && inv.ListedAt.Before(h[ClassEvents])
 }
 
-func (c *partitionCache) covered(parent string, d time.Time) bool {
-	return covers(c.spans[parent], d)
+// partitionCache is what this process knows of the partitions: those it has seen exist, and
+// the horizons. A partition another process dropped makes a copy into it fail
+// (errNoPartition): the cache is then reset and the batch tried once more.
+type partitionCache struct {
+	mu       sync.Mutex
+	spans    map[string][]dayRange // by parent
+	horizons horizons
+	loaded   bool
+}
+
+func (c *partitionCache) reset() {
+	c.mu.Lock()
+	c.loaded = false
+	c.spans = nil
+	c.mu.Unlock()
 }
 
 // covers reports whether one of spans holds the time d.
@@ -70,13 +137,6 @@ func covers(spans []dayRange, d time.Time) bool {
 	return false
 }
 
-func (c *partitionCache) reset() {
-	c.mu.Lock()
-	c.loaded = false
-	c.spans = nil
-	c.mu.Unlock()
-}
-
 // errNoPartition reports a row for which no partition exists (SQLSTATE 23514, raised by the
 // partition routing, not by a CHECK constraint of ours).
 func errNoPartition(err error) bool {
@@ -84,100 +144,111 @@ func errNoPartition(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.HasPrefix(pgErr.Message, "no partition of relation")
 }
 
-// daysOf is the UTC days envs need a partition for, by parent table.
-func daysOf(envs []*events.Envelope) map[string]map[time.Time]bool {
-	need := map[string]map[time.Time]bool{}
-	add := func(parent string, t time.Time) {
-		if need[parent] == nil {
-			need[parent] = map[time.Time]bool{}
-		}
-		need[parent][day(t)] = true
+// need is the partitions a batch needs: the periods, by parent table.
+type need map[string]map[time.Time]bool
+
+func (n need) add(p partitioned, t time.Time) {
+	if n[p.parent] == nil {
+		n[p.parent] = map[time.Time]bool{}
 	}
-	for _, env := range envs {
-		add(rawEvents, env.OccurredAt)
-		if inv, ok := align.InventoryOf(env); ok {
-			add(inventoriesTbl, inv.ListedAt)
-			add(inventoryPods, inv.ListedAt)
-		}
-	}
-	return need
+	n[p.parent][p.period(t)] = true
 }
 
-// ensurePartitions makes sure every day of need at or after the horizon has its partition,
-// creating the missing ones in a transaction of their own (creating a partition locks its
-// parent: not for the length of a batch), and returns the horizon.
-func (db *DB) ensurePartitions(ctx context.Context, need map[string]map[time.Time]bool) (time.Time, error) {
-	horizon, _, err := db.createPartitions(ctx, need)
-	return horizon, err
+// partitionsOf is the partitions envs need.
+func partitionsOf(envs []*events.Envelope) need {
+	n := need{}
+	for _, env := range envs {
+		n.add(eventTable(env.Kind), env.OccurredAt)
+		if inv, ok := align.InventoryOf(env); ok {
+			n.add(inventoriesTbl, inv.ListedAt)
+			n.add(inventoryPods, inv.ListedAt)
+		}
+	}
+	return n
+}
+
+// ensurePartitions makes sure every period of n at or after its class's horizon has its
+// partition, creating the missing ones in a transaction of their own (creating a partition
+// locks its parent: not for the length of a batch), and returns the horizons.
+func (db *DB) ensurePartitions(ctx context.Context, n need) (horizons, error) {
+	h, _, err := db.createPartitions(ctx, n)
+	return h, err
 }
 
 // createPartitions is ensurePartitions, also returning the partitions it created.
-func (db *DB) createPartitions(ctx context.Context, need map[string]map[time.Time]bool) (time.Time, []string, error) {
+func (db *DB) createPartitions(ctx context.Context, n need) (horizons, []string, error) {
 	c := &db.parts
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	missing := !c.loaded
 	if !missing {
-		for parent, days := range need {
-			for d := range days {
-				if !d.Before(c.horizon) && !c.covered(parent, d) {
+		for parent, periods := range n {
+			p, _ := partitionedNamed(parent)
+			for d := range periods {
+				if !d.Before(c.horizons[p.class]) && !covers(c.spans[parent], d) {
 					missing = true
 				}
 			}
 		}
 	}
 	if !missing {
-		return c.horizon, nil, nil
+		return c.horizons, nil, nil
 	}
 	var created []string
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		horizon, spans, names, err := createMissing(ctx, tx, need)
-		c.horizon, c.spans, c.loaded, created = horizon, spans, err == nil, names
+		h, spans, names, err := createMissing(ctx, tx, n)
+		c.horizons, c.spans, c.loaded, created = h, spans, err == nil, names
 		return err
 	})
 	if err != nil {
 		c.loaded = false
-		return time.Time{}, nil, fmt.Errorf("create partitions: %w", err)
+		return nil, nil, fmt.Errorf("create partitions: %w", err)
 	}
-	return c.horizon, created, nil
+	return c.horizons, created, nil
 }
 
-// createMissing creates in tx the partitions of need that do not exist, except for days before
-// the horizon, and returns the horizon, every partition's range and the names it created.
-func createMissing(ctx context.Context, tx pgx.Tx, need map[string]map[time.Time]bool) (time.Time, map[string][]dayRange, []string, error) {
+// createMissing creates in tx the partitions of n that do not exist, except for periods before
+// their class's horizon, and returns the horizons, every partition's range and the names it
+// created.
+func createMissing(ctx context.Context, tx pgx.Tx, n need) (horizons, map[string][]dayRange, []string, error) {
 	if _, err := tx.Exec(ctx, partitionLock); err != nil {
-		return time.Time{}, nil, nil, err
+		return nil, nil, nil, err
 	}
-	horizon, spans, err := readPartitions(ctx, tx)
+	h, spans, err := readPartitions(ctx, tx)
 	if err != nil {
-		return time.Time{}, nil, nil, err
+		return nil, nil, nil, err
 	}
 	var created []string
-	for _, parent := range dayTables {
-		for _, d := range slices.SortedFunc(maps.Keys(need[parent]), time.Time.Compare) {
-			if d.Before(horizon) || covers(spans[parent], d) {
+	for _, p := range partitionedAll {
+		for _, d := range slices.SortedFunc(maps.Keys(n[p.parent]), time.Time.Compare) {
+			if d.Before(h[p.class]) || covers(spans[p.parent], d) {
 				continue
 			}
-			if err := createPartition(ctx, tx, parent, d); err != nil {
-				return time.Time{}, nil, nil, err
+			if err := createPartition(ctx, tx, p, d); err != nil {
+				return nil, nil, nil, err
 			}
-			spans[parent] = append(spans[parent], dayRange{d, d.Add(24 * time.Hour)})
-			created = append(created, partitionName(parent, d))
+			spans[p.parent] = append(spans[p.parent], dayRange{d, d.Add(p.width)})
+			created = append(created, p.name(d))
 		}
 	}
-	return horizon, spans, created, nil
+	return h, spans, created, nil
 }
 
-// readPartitions reads the horizon and every partition's range.
-func readPartitions(ctx context.Context, tx pgx.Tx) (time.Time, map[string][]dayRange, error) {
-	var horizon *time.Time
-	err := tx.QueryRow(ctx, `SELECT horizon FROM retention WHERE class = $1`, ClassEvents).Scan(&horizon)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, nil, fmt.Errorf("read the horizon: %w", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT parent, lower, upper FROM partitions`)
+// readPartitions reads the horizons and every partition's range.
+func readPartitions(ctx context.Context, tx pgx.Tx) (horizons, map[string][]dayRange, error) {
+	h := horizons{}
+	rows, err := tx.Query(ctx, `SELECT class, horizon FROM retention WHERE horizon IS NOT NULL`)
 	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("read partitions: %w", err)
+		return nil, nil, fmt.Errorf("read the horizons: %w", err)
+	}
+	var class string
+	var at time.Time
+	if _, err := pgx.ForEachRow(rows, []any{&class, &at}, func() error { h[class] = at; return nil }); err != nil {
+		return nil, nil, fmt.Errorf("read the horizons: %w", err)
+	}
+	rows, err = tx.Query(ctx, `SELECT parent, lower, upper FROM partitions`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read partitions: %w", err)
 	}
 	spans := map[string][]dayRange{}
 	var parent string
@@ -187,26 +258,22 @@ func readPartitions(ctx context.Context, tx pgx.Tx) (time.Time, map[string][]day
 		return nil
 	})
 	if err != nil {
-		return time.Time{}, nil, fmt.Errorf("read partitions: %w", err)
-	}
-	var h time.Time
-	if horizon != nil {
-		h = *horizon
+		return nil, nil, fmt.Errorf("read partitions: %w", err)
 	}
 	return h, spans, nil
 }
 
-// createPartition creates parent's partition for the UTC day d (if another process has not).
-func createPartition(ctx context.Context, tx pgx.Tx, parent string, d time.Time) error {
-	name := partitionName(parent, d)
-	upper := d.Add(24 * time.Hour)
+// createPartition creates p's partition starting at d (if another process has not).
+func createPartition(ctx context.Context, tx pgx.Tx, p partitioned, d time.Time) error {
+	name := p.name(d)
+	upper := d.Add(p.width)
 	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')`,
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{parent}.Sanitize(), d.Format(time.RFC3339), upper.Format(time.RFC3339)))
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{p.parent}.Sanitize(), d.Format(time.RFC3339), upper.Format(time.RFC3339)))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO partitions (parent, name, lower, upper) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
-		parent, name, d, upper)
+		p.parent, name, d, upper)
 	if err != nil {
 		return fmt.Errorf("record %s: %w", name, err)
 	}

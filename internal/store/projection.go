@@ -407,7 +407,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 			}
 			// The inventories' days were emptied, not dropped; a day whose table was dropped
 			// with no rows when the store was partitioned (migrations/00013) is created here.
-			if _, _, _, err := createMissing(ctx, tx, daysOf(envs)); err != nil {
+			if _, _, _, err := createMissing(ctx, tx, partitionsOf(envs)); err != nil {
 				return fmt.Errorf("create partitions: %w", err)
 			}
 			if err := db.applyFacts(ctx, tx, envs); err != nil {

@@ -3,27 +3,46 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// The retention classes (docs/operations.md#retention): what each -retention-* setting bounds.
-const (
-	ClassEvents      = "events"       // raw events and the inventories, by UTC day
-	ClassDeadLetters = "dead_letters" // messages that could not be stored
-)
-
-// Retention says how long each class is kept; zero keeps it for ever. Experiment runs (the
-// events of pods with an experiment, the definitions, the snapshots of the nodes they ran on)
-// are kept until their experiment is deleted (DeleteExperiment), whatever the setting.
+// Retention says how long each class is kept; zero keeps it for ever (Samples: as long as
+// Events). Experiment runs (the events of pods with an experiment, the definitions, the
+// snapshots of the nodes they ran on) are kept until their experiment is deleted
+// (DeleteExperiment), whatever the settings.
 type Retention struct {
-	Events      time.Duration
+	Events      time.Duration // raw events but request results and GPU samples; the inventories
+	Samples     time.Duration // raw request results and GPU samples; past it they are summarised
+	Summaries   time.Duration // request buckets
+	GPUSamples  time.Duration // GPU samples in typed columns
 	DeadLetters time.Duration
 	// Ahead is how many days of partitions to create beyond the current one (zero: 2), so
 	// that the first batch of a day does not wait for its partition.
 	Ahead int
+}
+
+// horizons are r's horizons as of now: the start of the partition period holding now − the
+// class's retention.
+func (r Retention) horizons(now time.Time) horizons {
+	h := horizons{}
+	set := func(class string, d, width time.Duration) {
+		if d > 0 {
+			h[class] = now.Add(-d).UTC().Truncate(width)
+		}
+	}
+	samples := r.Samples
+	if samples == 0 {
+		samples = r.Events
+	}
+	set(ClassEvents, r.Events, rawEvents.width)
+	set(ClassSamples, samples, rawSamples.width)
+	set(ClassSummaries, r.Summaries, requestBuckets.width)
+	set(ClassGPUSamples, r.GPUSamples, gpuSamples.width)
+	return h
 }
 
 // MaintainResult says what one maintenance did.
@@ -34,8 +53,10 @@ type MaintainResult struct {
 	Kept        int64    // events of experiment runs moved out of the dropped days
 	Pods        int64    // pods whose projections were dropped (ended before the horizon)
 	Pinned      int64    // kept pods whose inventory proof was pinned on the pod
+	Buckets     int64    // request buckets made of the raw results of dropped hours
+	GPUSamples  int64    // typed GPU samples made of the raw samples of dropped hours
 	DeadLetters int64    // dead letters deleted
-	Horizon     time.Time
+	Horizon     time.Time // the raw events' horizon (zero: none)
 }
 
 // maintainLock is held (session-scoped, try-only) by the one process maintaining at a time.
@@ -74,22 +95,25 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 	if r.Ahead <= 0 {
 		r.Ahead = 2
 	}
-	today := day(now)
-	need := map[string]map[time.Time]bool{}
-	for _, parent := range dayTables {
-		need[parent] = map[time.Time]bool{}
-		for i := 0; i <= r.Ahead; i++ {
-			need[parent][today.AddDate(0, 0, i)] = true
+	n := need{}
+	for _, p := range partitionedAll {
+		until := now.Add(time.Duration(r.Ahead) * 24 * time.Hour)
+		if p.width < 24*time.Hour {
+			until = now.Add(3 * p.width)
+		}
+		for t := p.period(now); !t.After(until); t = t.Add(p.width) {
+			n.add(p, t)
 		}
 	}
-	_, created, err := db.createPartitions(ctx, need)
+	_, created, err := db.createPartitions(ctx, n)
 	if err != nil {
 		return res, err
 	}
 	res.Created = created
-	if r.Events > 0 {
-		res.Horizon = day(now.Add(-r.Events))
-		if err := db.dropBefore(ctx, res.Horizon, &res); err != nil {
+	h := r.horizons(now)
+	res.Horizon = h[ClassEvents]
+	if len(h) > 0 {
+		if err := db.dropBefore(ctx, h, &res); err != nil {
 			return res, err
 		}
 	}
@@ -101,7 +125,8 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 		res.DeadLetters = tag.RowsAffected()
 	}
 	_, err = db.pool.Exec(ctx, `INSERT INTO retention (class, maintained_at) SELECT unnest($1::text[]), $2
-		ON CONFLICT (class) DO UPDATE SET maintained_at = excluded.maintained_at`, []string{ClassEvents, ClassDeadLetters}, now)
+		ON CONFLICT (class) DO UPDATE SET maintained_at = excluded.maintained_at`,
+		[]string{ClassEvents, ClassSamples, ClassSummaries, ClassGPUSamples, ClassDeadLetters}, now)
 	if err != nil {
 		return res, fmt.Errorf("record maintenance: %w", err)
 	}
@@ -129,6 +154,12 @@ WHERE class = 'raw' AND occurred_at >= $1 AND occurred_at < $2
 const experimentPods = `SELECT uid FROM pods WHERE exp_name IS NOT NULL
     OR preempted_by IN (SELECT uid FROM pods WHERE exp_name IS NOT NULL)`
 
+// keptSamples moves to the kept class the request results and GPU samples of [$1, $2) that
+// belong to experiment runs: the comparison reads them raw.
+const keptSamples = `
+UPDATE events SET class = 'kept'
+WHERE class = 'samples' AND occurred_at >= $1 AND occurred_at < $2 AND pod_uid IN (` + experimentPods + `)`
+
 // endedPods is the pods no experiment keeps whose timeline ends before $1: ended, or last
 // observed, then (pod_timeline's observed_until).
 const endedPods = `SELECT uid FROM pod_timeline WHERE observed_until < $1 AND uid NOT IN (` + experimentPods + `)`
@@ -150,83 +181,51 @@ UPDATE pods p SET alive_at = proof.alive_at, unobserved_end_at = proof.unobserve
 FROM proof
 WHERE p.uid = proof.uid AND proof.alive_at < $1`
 
-// dropBefore drops every day partition wholly before horizon, the projections of the pods
-// that ended before it, and the heartbeats and workload states no kept timeline reads.
-func (db *DB) dropBefore(ctx context.Context, horizon time.Time, res *MaintainResult) error {
+// dropBefore drops every partition wholly before its class's horizon, and, past the raw events'
+// horizon, the projections of the pods that ended before it and the heartbeats and workload
+// states no kept timeline reads.
+func (db *DB) dropBefore(ctx context.Context, h horizons, res *MaintainResult) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, partitionLock); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO retention (class, horizon) VALUES ($1, $2)
-			ON CONFLICT (class) DO UPDATE SET horizon = GREATEST(retention.horizon, excluded.horizon)`, ClassEvents, horizon)
-		if err != nil {
-			return fmt.Errorf("set the horizon: %w", err)
-		}
-		tag, err := tx.Exec(ctx, pinProofs, horizon)
-		if err != nil {
-			return fmt.Errorf("pin inventory proofs: %w", err)
-		}
-		res.Pinned = tag.RowsAffected()
-		rows, err := tx.Query(ctx, endedPods, horizon)
-		if err != nil {
-			return fmt.Errorf("find ended pods: %w", err)
-		}
-		uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("find ended pods: %w", err)
-		}
-		for _, q := range []string{
-			`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_ips WHERE uid = ANY($1)`,
-			`DELETE FROM pods WHERE uid = ANY($1)`,
-			`DELETE FROM events WHERE class = 'kept' AND pod_uid = ANY($1)`,
-		} {
-			if _, err := tx.Exec(ctx, q, uids); err != nil {
-				return fmt.Errorf("drop ended pods: %w", err)
+		for class, at := range h {
+			_, err := tx.Exec(ctx, `INSERT INTO retention (class, horizon) VALUES ($1, $2)
+				ON CONFLICT (class) DO UPDATE SET horizon = GREATEST(retention.horizon, excluded.horizon)`, class, at)
+			if err != nil {
+				return fmt.Errorf("set the horizon: %w", err)
 			}
 		}
-		res.Pods = int64(len(uids))
-		if _, err := tx.Exec(ctx, `DELETE FROM unattributed_requests WHERE occurred_at < $1`, horizon); err != nil {
-			return fmt.Errorf("drop unattributed requests: %w", err)
+		horizon, ok := h[ClassEvents]
+		if !ok {
+			return nil
 		}
-		// A heartbeat is read by the pods alive when it began; one that ended before the
-		// horizon extends no kept pod past it.
-		if _, err := tx.Exec(ctx, `DELETE FROM scope_watches WHERE live_until < $1`, horizon); err != nil {
-			return fmt.Errorf("drop heartbeats: %w", err)
-		}
-		// "Desired" at a moment is the latest state before it: keep each workload's latest
-		// state before the horizon, drop the older ones.
-		_, err = tx.Exec(ctx, `DELETE FROM workload_states w WHERE w.occurred_at < $1 AND EXISTS (
-			SELECT 1 FROM workload_states l WHERE l.namespace = w.namespace AND l.kind = w.kind AND l.name = w.name
-			  AND l.cluster = w.cluster AND l.occurred_at > w.occurred_at AND l.occurred_at < $1)`, horizon)
-		if err != nil {
-			return fmt.Errorf("drop workload states: %w", err)
-		}
-		return nil
+		return dropEnded(ctx, tx, horizon, res)
 	})
 	if err != nil {
 		return fmt.Errorf("retention: %w", err)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT parent, name, lower, upper FROM partitions WHERE upper <= $1 ORDER BY upper, name`, horizon)
+	rows, err := db.pool.Query(ctx, `SELECT parent, name, lower, upper FROM partitions ORDER BY upper, name`)
 	if err != nil {
-		return fmt.Errorf("list expired partitions: %w", err)
+		return fmt.Errorf("list partitions: %w", err)
 	}
 	type expiredPart struct {
-		parent, name string
+		table        partitioned
+		name         string
 		lower, upper time.Time
 	}
 	var parts []expiredPart
-	var p expiredPart
+	var parent, name string
 	var lower, upper pgtype.Timestamptz
-	_, err = pgx.ForEachRow(rows, []any{&p.parent, &p.name, &lower, &upper}, func() error {
-		p.lower, p.upper = spanTime(lower), spanTime(upper)
-		parts = append(parts, p)
+	_, err = pgx.ForEachRow(rows, []any{&parent, &name, &lower, &upper}, func() error {
+		p, known := partitionedNamed(parent)
+		if at, ok := h[p.class]; known && ok && !spanTime(upper).After(at) {
+			parts = append(parts, expiredPart{p, name, spanTime(lower), spanTime(upper)})
+		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("list expired partitions: %w", err)
+		return fmt.Errorf("list partitions: %w", err)
 	}
 	for _, p := range parts {
 		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -237,20 +236,30 @@ func (db *DB) dropBefore(ctx context.Context, horizon time.Time, res *MaintainRe
 				return err
 			}
 			name := pgx.Identifier{p.name}.Sanitize()
-			// Writers of the day finish first; none can start until it is gone.
+			// Writers of the period finish first; none can start until it is gone.
 			if _, err := tx.Exec(ctx, `LOCK TABLE `+name+` IN ACCESS EXCLUSIVE MODE`); err != nil {
 				return err
 			}
-			if p.parent == rawEvents {
-				lo := p.lower
-				if lo.IsZero() {
-					lo = time.Unix(-62135596800, 0) // 0001-01-01, before any event
-				}
+			lo := p.lower
+			if lo.IsZero() {
+				lo = time.Unix(-62135596800, 0) // 0001-01-01, before any event
+			}
+			switch p.table {
+			case rawEvents:
 				tag, err := tx.Exec(ctx, keptEvents, lo, p.upper)
 				if err != nil {
 					return fmt.Errorf("keep experiment events: %w", err)
 				}
 				res.Kept += tag.RowsAffected()
+			case rawSamples:
+				tag, err := tx.Exec(ctx, keptSamples, lo, p.upper)
+				if err != nil {
+					return fmt.Errorf("keep experiment samples: %w", err)
+				}
+				res.Kept += tag.RowsAffected()
+				if err := summarise(ctx, tx, name, h, res); err != nil {
+					return err
+				}
 			}
 			if _, err := tx.Exec(ctx, `DROP TABLE `+name); err != nil {
 				return err
@@ -267,6 +276,54 @@ func (db *DB) dropBefore(ctx context.Context, horizon time.Time, res *MaintainRe
 	return nil
 }
 
+// dropEnded drops the projections of the pods that ended before horizon and what only they
+// read, after pinning on the kept pods what the inventories about to go proved.
+func dropEnded(ctx context.Context, tx pgx.Tx, horizon time.Time, res *MaintainResult) error {
+	tag, err := tx.Exec(ctx, pinProofs, horizon)
+	if err != nil {
+		return fmt.Errorf("pin inventory proofs: %w", err)
+	}
+	res.Pinned = tag.RowsAffected()
+	rows, err := tx.Query(ctx, endedPods, horizon)
+	if err != nil {
+		return fmt.Errorf("find ended pods: %w", err)
+	}
+	uids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("find ended pods: %w", err)
+	}
+	for _, q := range []string{
+		`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_ips WHERE uid = ANY($1)`,
+		`DELETE FROM pods WHERE uid = ANY($1)`,
+		`DELETE FROM events WHERE class = 'kept' AND pod_uid = ANY($1)`,
+	} {
+		if _, err := tx.Exec(ctx, q, uids); err != nil {
+			return fmt.Errorf("drop ended pods: %w", err)
+		}
+	}
+	res.Pods = int64(len(uids))
+	if _, err := tx.Exec(ctx, `DELETE FROM unattributed_requests WHERE occurred_at < $1`, horizon); err != nil {
+		return fmt.Errorf("drop unattributed requests: %w", err)
+	}
+	// A heartbeat is read by the pods alive when it began; one that ended before the horizon
+	// extends no kept pod past it.
+	if _, err := tx.Exec(ctx, `DELETE FROM scope_watches WHERE live_until < $1`, horizon); err != nil {
+		return fmt.Errorf("drop heartbeats: %w", err)
+	}
+	// "Desired" at a moment is the latest state before it: keep each workload's latest state
+	// before the horizon, drop the older ones.
+	_, err = tx.Exec(ctx, `DELETE FROM workload_states w WHERE w.occurred_at < $1 AND EXISTS (
+		SELECT 1 FROM workload_states l WHERE l.namespace = w.namespace AND l.kind = w.kind AND l.name = w.name
+		  AND l.cluster = w.cluster AND l.occurred_at > w.occurred_at AND l.occurred_at < $1)`, horizon)
+	if err != nil {
+		return fmt.Errorf("drop workload states: %w", err)
+	}
+	return nil
+}
+
 // StorageState is what the store holds, for the maintenance metrics.
 type StorageState struct {
 	Bytes        map[string]int64 // on disk (tables, indexes, TOAST) by class: StorageClasses
@@ -275,19 +332,31 @@ type StorageState struct {
 	MaintainedAt time.Time        // when maintenance last ran, by any process (zero: never)
 }
 
-// StorageClasses are the classes StorageState.Bytes reports: raw events, the events retention
-// keeps (experiment runs, kept pods' snapshots), the inventories, the other projections and
-// the dead letters.
-var StorageClasses = []string{"events", "kept_events", "inventories", "projections", "dead_letters"}
+// StorageClasses are the classes StorageState.Bytes reports: raw events, raw request results
+// and GPU samples, the events retention keeps (experiment runs, kept pods' snapshots), the
+// inventories, the request buckets, the typed GPU samples, the other projections and the dead
+// letters.
+var StorageClasses = []string{"events", "samples", "kept_events", "inventories", "summaries", "gpu_samples", "projections", "dead_letters"}
 
-const storageBytes = `
-SELECT 'events', COALESCE(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('events_raw') WHERE isleaf
+// partitionBytes is the size of every leaf partition of the named tables.
+func partitionBytes(tables ...string) string {
+	var parts []string
+	for _, t := range tables {
+		parts = append(parts, "SELECT relid FROM pg_partition_tree('"+t+"') WHERE isleaf")
+	}
+	return `(SELECT COALESCE(sum(pg_total_relation_size(relid)), 0)::bigint FROM (` + strings.Join(parts, " UNION ALL ") + `) t)`
+}
+
+var storageBytes = `
+SELECT 'events', ` + partitionBytes("events_raw") + `
+UNION ALL SELECT 'samples', ` + partitionBytes("events_samples") + `
 UNION ALL SELECT 'kept_events', pg_total_relation_size('events_kept')
-UNION ALL SELECT 'inventories', COALESCE(sum(pg_total_relation_size(relid)), 0)::bigint
-          FROM (SELECT relid, isleaf FROM pg_partition_tree('inventories') UNION ALL SELECT relid, isleaf FROM pg_partition_tree('inventory_pods')) t WHERE isleaf
+UNION ALL SELECT 'inventories', ` + partitionBytes("inventories", "inventory_pods") + `
+UNION ALL SELECT 'summaries', ` + partitionBytes("request_buckets") + `
+UNION ALL SELECT 'gpu_samples', ` + partitionBytes("gpu_samples") + `
 UNION ALL SELECT 'projections', (SELECT sum(pg_total_relation_size(c))::bigint FROM unnest(ARRAY[
           'pods', 'pod_event_series', 'pod_latency', 'pod_gpu_util', 'pod_ips', 'unattributed_requests', 'scope_watches',
-          'workload_states', 'experiments', 'inventory_parts', 'kind_counts']::regclass[]) c)
+          'workload_states', 'experiments', 'inventory_parts', 'kind_counts', 'partitions', 'retention']::regclass[]) c)
 UNION ALL SELECT 'dead_letters', pg_total_relation_size('dead_letters')`
 
 // Storage reads the StorageState.
@@ -304,7 +373,7 @@ func (db *DB) Storage(ctx context.Context) (StorageState, error) {
 	}
 	var oldest, horizon, maintained pgtype.Timestamptz
 	err = db.pool.QueryRow(ctx, `SELECT (SELECT min(lower) FROM partitions WHERE parent = $1),
-		(SELECT horizon FROM retention WHERE class = $2), (SELECT max(maintained_at) FROM retention)`, rawEvents, ClassEvents).
+		(SELECT horizon FROM retention WHERE class = $2), (SELECT max(maintained_at) FROM retention)`, rawEvents.parent, ClassEvents).
 		Scan(&oldest, &horizon, &maintained)
 	if err != nil {
 		return st, fmt.Errorf("read storage: %w", err)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
 	"github.com/schedlens/schedlens/internal/store"
+	"github.com/schedlens/schedlens/internal/summary"
 )
 
 // countRows runs a count query on a connection of its own.
@@ -277,7 +279,7 @@ func TestMaintenanceByOneOfN(t *testing.T) {
 	if len(dropped) == 0 || len(slices.Compact(slices.Clone(dropped))) != len(dropped) {
 		t.Errorf("partitions dropped by %d processes: %v; want each once", n, dropped)
 	}
-	if left := countRows(t, url, `SELECT count(*) FROM partitions WHERE upper <= '2026-11-22'`); left != 0 {
+	if left := countRows(t, url, `SELECT count(*) FROM partitions WHERE upper <= '2026-11-22' AND parent IN ('events_raw', 'inventories', 'inventory_pods')`); left != 0 {
 		t.Errorf("%d expired partitions left", left)
 	}
 }
@@ -367,5 +369,168 @@ func TestDeleteExperiment(t *testing.T) {
 	}
 	if err := db.DeleteExperiment(ctx, "day20"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting it again: %v, want not found", err)
+	}
+}
+
+// Past the samples' horizon, the request results of pods outside experiment runs become
+// per-pod 10 s buckets whose counts are the raw ones and whose latency quantiles are within
+// summary.RelativeAccuracy of the exact ones; an experiment's results stay raw; a late copy of
+// a summarised result is refused; and the workload's disruptions read the same from buckets.
+func TestSummarisedSamples(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db := pgtest.Open(t, url)
+	wcfg := eventgen.DefaultWorkload()
+	wcfg.Start = time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
+	wcfg.Gap = 40 * time.Minute
+	work, _ := eventgen.Workload(wcfg)
+	ecfg := eventgen.Default()
+	ecfg.Start = time.Date(2026, 11, 20, 4, 32, 0, 0, time.UTC)
+	exp := eventgen.Generate(ecfg)
+	ingestInBatches(t, db, append(slices.Clone(work), exp...), 1000)
+
+	type podCounts struct{ requests, errors int }
+	exact := map[string]podCounts{}
+	latencies := map[string][]float64{}
+	for _, env := range work {
+		r, ok := env.Payload.(*events.Request)
+		if !ok {
+			continue
+		}
+		c := exact[env.PodUID()]
+		c.requests++
+		if !r.OK {
+			c.errors++
+		} else {
+			latencies[env.PodUID()] = append(latencies[env.PodUID()], r.LatencyMS)
+		}
+		exact[env.PodUID()] = c
+	}
+	if len(exact) == 0 {
+		t.Fatal("the workload sent no requests: the test checks nothing")
+	}
+	expRequests := countRows(t, url, `SELECT count(*) FROM events WHERE kind = 'request' AND pod_uid = ANY($1)`, podUIDs(exp))
+	from, to := wcfg.Start.Add(-time.Minute), work[len(work)-1].OccurredAt.Add(time.Minute)
+	disBefore, err := db.Disruptions(ctx, store.WorkloadFilter{}, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := db.Maintain(ctx, store.Retention{Samples: time.Hour}, time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Buckets == 0 || res.Kept == 0 {
+		t.Fatalf("maintenance made %d buckets and kept %d samples; want both", res.Buckets, res.Kept)
+	}
+	if n := countRows(t, url, `SELECT count(*) FROM events WHERE kind = 'request' AND pod_uid = ANY($1)`, podUIDs(work)); n != 0 {
+		t.Errorf("%d raw results of the workload left", n)
+	}
+	if n := countRows(t, url, `SELECT count(*) FROM events WHERE kind = 'request' AND pod_uid = ANY($1)`, podUIDs(exp)); n != expRequests {
+		t.Errorf("the experiment's raw results: %d, were %d", n, expRequests)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	readBuckets := func() map[string]podCounts {
+		rows, err := conn.Query(ctx, `SELECT pod_uid, sum(requests)::int, sum(errors)::int FROM request_buckets GROUP BY pod_uid`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]podCounts{}
+		var uid string
+		var c podCounts
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &c.requests, &c.errors}, func() error { got[uid] = c; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if diff := cmp.Diff(exact, readBuckets(), cmp.AllowUnexported(podCounts{})); diff != "" {
+		t.Errorf("bucket counts differ from the raw results (-raw +buckets):\n%s", diff)
+	}
+	for uid, lat := range latencies {
+		rows, err := conn.Query(ctx, `SELECT latency FROM request_buckets WHERE pod_uid = $1 AND latency IS NOT NULL`, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged := summary.NewSketch()
+		var enc []byte
+		if _, err := pgx.ForEachRow(rows, []any{&enc}, func() error {
+			s, err := summary.DecodeLatency(enc)
+			if err != nil {
+				return err
+			}
+			return merged.MergeWith(s)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(lat)
+		for _, q := range []float64{0.5, 0.95, 0.99} {
+			want := lat[int(q*float64(len(lat)-1))]
+			got, err := merged.GetValueAtQuantile(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got-want) > summary.RelativeAccuracy*want {
+				t.Errorf("pod %s: q%.2f %.4g from buckets, exact %.4g", uid, q, got, want)
+			}
+		}
+	}
+
+	late, err := db.Append(ctx, work, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Expired != countKind(work, events.KindRequest)+countKind(work, events.KindGPUSample) || late.Inserted != 0 {
+		t.Errorf("a late copy: %d expired, %d inserted; want every result and sample expired, nothing inserted", late.Expired, late.Inserted)
+	}
+	if diff := cmp.Diff(exact, readBuckets(), cmp.AllowUnexported(podCounts{})); diff != "" {
+		t.Errorf("a late copy changed the buckets (-raw +buckets):\n%s", diff)
+	}
+	disAfter, err := db.Disruptions(ctx, store.WorkloadFilter{}, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jsonOf(t, disBefore), jsonOf(t, disAfter)); diff != "" {
+		t.Errorf("disruptions read from buckets differ (-raw +buckets):\n%s", diff)
+	}
+}
+
+func countKind(envs []*events.Envelope, k events.Kind) int {
+	n := 0
+	for _, env := range envs {
+		if env.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// The store reports its size by class, and maintenance's time.
+func TestStorage(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.DB(t)
+	_, _, now := retentionWorld(t, db)
+	if _, err := db.Maintain(ctx, store.Retention{Samples: time.Hour}, now); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Storage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range store.StorageClasses {
+		if _, ok := st.Bytes[c]; !ok {
+			t.Errorf("no size for class %s", c)
+		}
+	}
+	for _, c := range []string{"events", "kept_events", "summaries", "projections"} {
+		if st.Bytes[c] <= 0 {
+			t.Errorf("class %s: %d bytes, want some", c, st.Bytes[c])
+		}
+	}
+	if !st.MaintainedAt.Equal(now) {
+		t.Errorf("maintained at %s, want %s", st.MaintainedAt, now)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/report"
+	"github.com/schedlens/schedlens/internal/summary"
 	"github.com/schedlens/schedlens/internal/workload"
 )
 
@@ -374,14 +375,19 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 					uids = append(uids, p.Pod.UID)
 				}
 			}
-			b.Queue(`SELECT e.pod_uid, e.occurred_at FROM events e
-				WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded, uids, sp.From, sp.To)
+			b.Queue(`SELECT e.pod_uid, e.occurred_at, e.occurred_at FROM events e
+				WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded+`
+				UNION ALL `+bucketSuccesses, uids, sp.From, sp.To)
 		}
-		b.Queue(`SELECT u.uid, n.occurred_at FROM unnest($1::text[]) AS u(uid)
-			CROSS JOIN LATERAL (SELECT e.occurred_at FROM events e
+		b.Queue(`SELECT u.uid, least(n.occurred_at, nb.first_success) AS at, least(n.occurred_at, nb.first_success) FROM unnest($1::text[]) AS u(uid)
+			LEFT JOIN LATERAL (SELECT e.occurred_at FROM events e
 				WHERE e.pod_uid = u.uid AND e.kind = 'request' AND e.occurred_at > $2 AND `+succeeded+`
-				ORDER BY e.occurred_at LIMIT 1) n
-			ORDER BY n.occurred_at LIMIT 1`, all, merged[len(merged)-1].To)
+				ORDER BY e.occurred_at LIMIT 1) n ON true
+			LEFT JOIN LATERAL (SELECT b.first_success FROM request_buckets b
+				WHERE b.pod_uid = u.uid AND b.start > $2 - interval '`+bucketWidth+`' AND b.last_success > $2
+				ORDER BY b.start LIMIT 1) nb ON true
+			WHERE n.occurred_at IS NOT NULL OR nb.first_success IS NOT NULL
+			ORDER BY at LIMIT 1`, all, merged[len(merged)-1].To)
 	}
 	byUID := make(map[string]*workload.Pod, len(in.Pods))
 	for i := range in.Pods {
@@ -396,13 +402,18 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 			return in, nil, fmt.Errorf("read requests around the disruptions: %w", err)
 		}
 		var (
-			uid string
-			at  time.Time
+			uid       string
+			at, until time.Time
 		)
-		// A pod is one workload's and its spans do not overlap: each success is read once.
-		if _, err := pgx.ForEachRow(rows, []any{&uid, &at}, func() error {
+		// A pod is one workload's and its spans do not overlap: each success is read once. A
+		// row of a request bucket is its first and last success, and the bucket counts as
+		// served between them (bucketSuccesses).
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &at, &until}, func() error {
 			if p := byUID[uid]; p != nil {
-				p.Successes = append(p.Successes, at.UTC())
+				for step := max(in.MinGap, time.Millisecond); at.Before(until); at = at.Add(step) {
+					p.Successes = append(p.Successes, at.UTC())
+				}
+				p.Successes = append(p.Successes, until.UTC())
 				read++
 			}
 			return nil
@@ -419,6 +430,17 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 	}
 	return in, workload.Detect(in), nil
 }
+
+// bucketWidth is summary.Width as an SQL interval.
+var bucketWidth = fmt.Sprintf("%d milliseconds", summary.Width.Milliseconds())
+
+// bucketSuccesses reads, of the request buckets of pods $1 (results no longer kept raw) that
+// overlap [$2, $3], each bucket's first and last success, clipped to [$2, $3]. The bucket counts
+// as served between them: a gap between successes that crosses buckets is read exactly, one
+// inside a bucket (shorter than summary.Width) is not seen (docs/operations.md#summaries).
+var bucketSuccesses = `SELECT b.pod_uid, greatest(b.first_success, $2), least(b.last_success, $3) FROM request_buckets b
+	WHERE b.pod_uid = ANY($1) AND b.start BETWEEN $2::timestamptz - interval '` + bucketWidth + `' AND $3
+	  AND b.last_success >= $2 AND b.first_success <= $3`
 
 // mergeSpans sorts spans by start and merges those that overlap or touch.
 func mergeSpans(spans []align.Span) []align.Span {
