@@ -71,6 +71,21 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	if err := reg.Register(s.latency); err != nil {
 		return nil, err
 	}
+	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "schedlens_api_database_replay_lag_seconds",
+		Help: "How far the api's database — a hot standby — replays behind its primary (0: caught up, or a primary; -1: unknown).",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, lag, err := db.Replica(ctx)
+		if err != nil {
+			return -1
+		}
+		return lag.Seconds()
+	})
+	if err := reg.Register(lag); err != nil {
+		return nil, err
+	}
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, s.instrument, checkParams, limitBody)
 	ops.Register(r, g, s.ready)
@@ -125,6 +140,13 @@ func (s *Server) ready(ctx context.Context) error {
 	}
 	if !current {
 		return errors.New("database schema is behind: run `correlator migrate`")
+	}
+	standby, lag, err := s.db.Replica(ctx)
+	if err != nil {
+		return err
+	}
+	if standby {
+		ops.Note(ctx, "database: hot standby, replay %.3fs behind its primary", lag.Seconds())
 	}
 	return nil
 }

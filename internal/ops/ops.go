@@ -31,6 +31,8 @@ func Register(mux interface {
 	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
+		var notes []string
+		ctx = context.WithValue(ctx, noteKey{}, &notes)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := ready(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -38,7 +40,20 @@ func Register(mux interface {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
 	}))
+}
+
+type noteKey struct{}
+
+// Note adds a line after "ok" to the answer of /readyz, from within a ReadyFunc: what an
+// operator should see of a ready process (an api on a hot standby: how far behind it reads).
+func Note(ctx context.Context, format string, args ...any) {
+	if notes, ok := ctx.Value(noteKey{}).(*[]string); ok {
+		*notes = append(*notes, fmt.Sprintf(format, args...))
+	}
 }
 
 // Problem writes an RFC 9457 problem document (application/problem+json): the one error shape of

@@ -202,3 +202,35 @@ func CheckURL(url string) error {
 	defer cancel()
 	return store.CheckServer(ctx, url)
 }
+
+// Standby makes a hot standby of the running primary p — pg_basebackup of it with -R
+// (standby.signal and primary_conninfo, streaming) into a data directory of its own — on a
+// port of its own, not started (Start does).
+func (p *Private) Standby() *Private {
+	p.t.Helper()
+	root, err := os.MkdirTemp("", "schedlens-pg-standby-")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { os.RemoveAll(root) })
+	s := &Private{t: p.t, bin: p.bin, dir: filepath.Join(root, "data"), sock: root, port: testenv.FreePort(p.t), cred: p.cred}
+	if s.cred != nil {
+		if err := os.Chown(root, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	backup := exec.Command(filepath.Join(p.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", "postgres",
+		"-D", s.dir, "-R", "-X", "stream", "--no-sync", "-c", "fast")
+	backup.Stdout, backup.Stderr = &out, &out
+	backup.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	if err := backup.Run(); err != nil {
+		p.t.Fatalf("private postgres: pg_basebackup: %v\n%s", err, out.String())
+	}
+	p.t.Cleanup(func() {
+		if s.cmd != nil {
+			s.Stop()
+		}
+	})
+	return s
+}

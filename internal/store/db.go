@@ -221,3 +221,17 @@ func (db *DB) SchemaCurrent(ctx context.Context) (bool, error) {
 	}
 	return !pending, nil
 }
+
+// Replica says whether the database is a hot standby and, if so, how far its replay is behind
+// what it has received from its primary: zero when it has replayed everything received, else
+// the time since the last transaction it replayed committed on the primary.
+func (db *DB) Replica(ctx context.Context) (standby bool, lag time.Duration, err error) {
+	var seconds float64
+	err = db.pool.QueryRow(ctx, `SELECT pg_is_in_recovery(),
+		CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+		     ELSE COALESCE(EXTRACT(epoch FROM now() - pg_last_xact_replay_timestamp()), 0) END::float8`).Scan(&standby, &seconds)
+	if err != nil {
+		return false, 0, fmt.Errorf("read replication state: %w", err)
+	}
+	return standby, time.Duration(seconds * float64(time.Second)), nil
+}

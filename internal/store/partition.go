@@ -263,17 +263,24 @@ func readPartitions(ctx context.Context, tx pgx.Tx) (horizons, map[string][]dayR
 	return h, spans, nil
 }
 
-// createPartition creates p's partition starting at d (if another process has not).
+// createPartition creates p's partition starting at d (if another process has not). The table
+// is created apart and attached: ATTACH takes a lock on the parent that readers and writers
+// do not wait for (SHARE UPDATE EXCLUSIVE), where CREATE TABLE … PARTITION OF would queue them
+// behind it, or deadlock with a read that already holds some of the partitions.
 func createPartition(ctx context.Context, tx pgx.Tx, p partitioned, d time.Time) error {
-	name := p.name(d)
+	name := pgx.Identifier{p.name(d)}.Sanitize()
+	parent := pgx.Identifier{p.parent}.Sanitize()
 	upper := d.Add(p.width)
-	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')`,
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{p.parent}.Sanitize(), d.Format(time.RFC3339), upper.Format(time.RFC3339)))
+	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`, name, parent))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO partitions (parent, name, lower, upper) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
-		p.parent, name, d, upper)
+	_, err = tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`,
+		parent, name, d.Format(time.RFC3339), upper.Format(time.RFC3339)))
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", name, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO partitions (parent, name, lower, upper) VALUES ($1, $2, $3, $4)`, p.parent, p.name(d), d, upper)
 	if err != nil {
 		return fmt.Errorf("record %s: %w", name, err)
 	}

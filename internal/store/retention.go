@@ -47,25 +47,20 @@ func (r Retention) horizons(now time.Time) horizons {
 
 // MaintainResult says what one maintenance did.
 type MaintainResult struct {
-	Skipped     bool     // another process held the maintenance lock: it maintains
-	Created     []string // partitions created ahead
-	Dropped     []string // partitions dropped, oldest first
-	Kept        int64    // events of experiment runs moved out of the dropped days
-	Pods        int64    // pods whose projections were dropped (ended before the horizon)
-	Pinned      int64    // kept pods whose inventory proof was pinned on the pod
-	Buckets     int64    // request buckets made of the raw results of dropped hours
-	GPUSamples  int64    // typed GPU samples made of the raw samples of dropped hours
-	DeadLetters int64    // dead letters deleted
+	Skipped     bool      // another process held the maintenance lock: it maintains
+	Created     []string  // partitions created ahead
+	Dropped     []string  // partitions dropped, oldest first
+	Kept        int64     // events of experiment runs moved out of the dropped days
+	Pods        int64     // pods whose projections were dropped (ended before the horizon)
+	Pinned      int64     // kept pods whose inventory proof was pinned on the pod
+	Buckets     int64     // request buckets made of the raw results of dropped hours
+	GPUSamples  int64     // typed GPU samples made of the raw samples of dropped hours
+	DeadLetters int64     // dead letters deleted
 	Horizon     time.Time // the raw events' horizon (zero: none)
 }
 
 // maintainLock is held (session-scoped, try-only) by the one process maintaining at a time.
 const maintainLock = `hashtext('schedlens maintenance')`
-
-// lockTimeout bounds how long a drop waits for the partition's readers and writers: a drop
-// queued behind a long read would hold every new query of the table behind it. A drop that
-// times out is tried again at the next maintenance.
-const lockTimeout = "5s"
 
 // Maintain creates the coming days' partitions and drops what retention no longer keeps, as of
 // now. Of N processes maintaining one store at once, one does it; the others return Skipped.
@@ -113,7 +108,7 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 	h := r.horizons(now)
 	res.Horizon = h[ClassEvents]
 	if len(h) > 0 {
-		if err := db.dropBefore(ctx, h, &res); err != nil {
+		if err := db.dropBefore(ctx, conn.Conn(), h, &res); err != nil {
 			return res, err
 		}
 	}
@@ -133,32 +128,61 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 	return res, nil
 }
 
-// keptEvents moves to the kept class, among the raw events of [$1, $2), those retention keeps:
-// the events of experiment runs (of pods attributed to an experiment, the definitions,
-// whatever names an experiment, the snapshots of the nodes experiment pods ran on: the
-// conditions of their arms), and the snapshots and Kubernetes events of every pod still kept
-// (not ended before the horizon), which its timeline and the workload reads are derived from —
-// its requests and GPU samples go with the day. Such a pod's kept events go when it ends
-// before a later horizon (dropBefore).
-const keptEvents = `
-UPDATE events SET class = 'kept'
-WHERE class = 'raw' AND occurred_at >= $1 AND occurred_at < $2
-  AND (pod_uid IN (` + experimentPods + `)
+// keptEvents selects, among the raw events of a detached day, those retention keeps: the events
+// of experiment runs (of experimentPods, the definitions, whatever names an experiment, the
+// snapshots of the nodes experiment pods ran on: the conditions of their arms), and the
+// snapshots and Kubernetes events of every pod still kept (not ended before the horizon),
+// which its timeline and the workload reads are derived from — its requests and GPU samples go
+// with their hours. Such a pod's kept events go when it ends before a later horizon
+// (dropEnded).
+const keptEvents = `pod_uid IN (` + experimentPods + `)
        OR (kind IN ('pod_status', 'k8s_event') AND pod_uid IN (SELECT uid FROM pods))
        OR kind = 'experiment' OR envelope ? 'experiment'
        OR (kind = 'node_status' AND node IN (SELECT COALESCE(scheduled_event_node, status_node) FROM pods
-                                            WHERE exp_name IS NOT NULL AND COALESCE(scheduled_event_node, status_node) IS NOT NULL)))`
+                                            WHERE exp_name IS NOT NULL AND COALESCE(scheduled_event_node, status_node) IS NOT NULL))`
+
+// keptSamples selects, among the request results and GPU samples of a detached hour, those of
+// experiment runs: the comparison reads them raw.
+const keptSamples = `pod_uid IN (` + experimentPods + `)`
+
+// keep copies the rows of the detached table that rule selects into the kept class.
+func keep(table, rule string) string {
+	return `INSERT INTO events (id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope, ingested_at, class)
+		SELECT id, kind, cluster, source, occurred_at, observed_at, pod_uid, node, envelope, ingested_at, 'kept' FROM ` + table + `
+		WHERE ` + rule + ` ON CONFLICT DO NOTHING`
+}
+
+// detach detaches the partition name from its parent without making the parent's readers and
+// writers wait (DETACH … CONCURRENTLY: it waits for them instead), finishing a detach an
+// interrupted maintenance left pending; a table already detached is left as it is. It holds
+// the partitions' lock meanwhile, at the session level (DETACH CONCURRENTLY cannot run in a
+// transaction), so that no partition is attached to the parent at the same time.
+func detach(ctx context.Context, conn *pgx.Conn, p partitioned, name string) error {
+	var pending *bool
+	err := conn.QueryRow(ctx, `SELECT (SELECT i.inhdetachpending FROM pg_inherits i WHERE i.inhrelid = c.oid)
+		FROM pg_class c WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, name).Scan(&pending)
+	if err != nil {
+		return err
+	}
+	if pending == nil {
+		return nil // no longer a partition: an earlier maintenance detached it
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('schedlens partitions'))`); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('schedlens partitions'))`) //nolint:errcheck // released with the session otherwise
+	how := "CONCURRENTLY"
+	if *pending {
+		how = "FINALIZE"
+	}
+	_, err = conn.Exec(ctx, `ALTER TABLE `+pgx.Identifier{p.parent}.Sanitize()+` DETACH PARTITION `+pgx.Identifier{name}.Sanitize()+` `+how)
+	return err
+}
 
 // experimentPods is the pods of experiment runs: those attributed to an experiment and those an
 // experiment pod preempted (the victims a run's details list).
 const experimentPods = `SELECT uid FROM pods WHERE exp_name IS NOT NULL
     OR preempted_by IN (SELECT uid FROM pods WHERE exp_name IS NOT NULL)`
-
-// keptSamples moves to the kept class the request results and GPU samples of [$1, $2) that
-// belong to experiment runs: the comparison reads them raw.
-const keptSamples = `
-UPDATE events SET class = 'kept'
-WHERE class = 'samples' AND occurred_at >= $1 AND occurred_at < $2 AND pod_uid IN (` + experimentPods + `)`
 
 // endedPods is the pods no experiment keeps whose timeline ends before $1: ended, or last
 // observed, then (pod_timeline's observed_until).
@@ -184,7 +208,7 @@ WHERE p.uid = proof.uid AND proof.alive_at < $1`
 // dropBefore drops every partition wholly before its class's horizon, and, past the raw events'
 // horizon, the projections of the pods that ended before it and the heartbeats and workload
 // states no kept timeline reads.
-func (db *DB) dropBefore(ctx context.Context, h horizons, res *MaintainResult) error {
+func (db *DB) dropBefore(ctx context.Context, conn *pgx.Conn, h horizons, res *MaintainResult) error {
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, partitionLock); err != nil {
 			return err
@@ -228,31 +252,20 @@ func (db *DB) dropBefore(ctx context.Context, h horizons, res *MaintainResult) e
 		return fmt.Errorf("list partitions: %w", err)
 	}
 	for _, p := range parts {
+		if err := detach(ctx, conn, p.table, p.name); err != nil {
+			return fmt.Errorf("detach %s: %w", p.name, err)
+		}
 		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+lockTimeout+`'`); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, partitionLock); err != nil {
-				return err
-			}
 			name := pgx.Identifier{p.name}.Sanitize()
-			// Writers of the period finish first; none can start until it is gone.
-			if _, err := tx.Exec(ctx, `LOCK TABLE `+name+` IN ACCESS EXCLUSIVE MODE`); err != nil {
-				return err
-			}
-			lo := p.lower
-			if lo.IsZero() {
-				lo = time.Unix(-62135596800, 0) // 0001-01-01, before any event
-			}
 			switch p.table {
 			case rawEvents:
-				tag, err := tx.Exec(ctx, keptEvents, lo, p.upper)
+				tag, err := tx.Exec(ctx, keep(name, keptEvents))
 				if err != nil {
 					return fmt.Errorf("keep experiment events: %w", err)
 				}
 				res.Kept += tag.RowsAffected()
 			case rawSamples:
-				tag, err := tx.Exec(ctx, keptSamples, lo, p.upper)
+				tag, err := tx.Exec(ctx, keep(name, keptSamples))
 				if err != nil {
 					return fmt.Errorf("keep experiment samples: %w", err)
 				}

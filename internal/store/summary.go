@@ -19,14 +19,14 @@ var (
 	gpuSampleColumns = []string{"at", "cluster", "node", "gpu", "pod_uid", "model", "mig_profile", "period_s", "util", "fb_used_mib"}
 )
 
-// summarise turns the raw request results and GPU samples left in the samples partition
-// `partition` (those of experiment runs were moved to the kept class) into request buckets
-// and typed GPU samples, unless their own class's horizon is past them. The partition is
-// dropped next, in the same transaction: a result is summarised exactly once, and a copy of
-// it arriving later is refused as expired (its hour is past the samples' horizon).
+// summarise turns the raw request results and GPU samples of the detached samples partition
+// `partition` — but those of experiment runs, copied to the kept class — into request buckets
+// and typed GPU samples, unless their own class's horizon is past them. The table is dropped
+// next, in the same transaction: a result is summarised exactly once, and a copy of it arriving
+// later is refused as expired (its hour is past the samples' horizon).
 func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res *MaintainResult) error {
 	rows, err := tx.Query(ctx, `SELECT kind, cluster, node, pod_uid, occurred_at, envelope->'data' FROM `+partition+`
-		WHERE pod_uid IS NOT NULL OR kind = 'gpu_sample'`)
+		WHERE (pod_uid IS NOT NULL OR kind = 'gpu_sample') AND (pod_uid IS NULL OR NOT (`+keptSamples+`))`)
 	if err != nil {
 		return fmt.Errorf("read samples: %w", err)
 	}
