@@ -319,7 +319,7 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
 	if store.IsPermissionDenied(err) {
 		s.logger.Warn("the database role may not do this", "method", r.Method, "path", r.URL.Path, "error", err)
 		problem(w, http.StatusInternalServerError, "Database Refused the Write",
-			"this api's database role may only read (docs/security.md); define experiments through a ConfigMap or an api whose role may write")
+			"this api's database may only be read — a read-only role (docs/security.md) or a hot standby (docs/operations.md); define experiments through a ConfigMap or an api on the primary with a role that may write")
 		return
 	}
 	s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)

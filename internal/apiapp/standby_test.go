@@ -101,6 +101,11 @@ func TestAPIOnAHotStandby(t *testing.T) {
 		t.Errorf("/metrics on the standby has no replay lag")
 	}
 
+	code, body = do(t, "PUT", onStandby+"/v1/experiments/day21", "", `{"name":"day21","arms":["control","priority"]}`)
+	if code != 500 || !strings.Contains(body, "Database Refused the Write") {
+		t.Errorf("PUT on the standby: %d %s, want the 500 problem that says the database may only be read", code, body)
+	}
+
 	// More runs of the experiment arrive at the primary after both apis cached the comparison.
 	more := eventgen.Default()
 	more.Seed, more.FirstRun, more.FirstRequest, more.IDPrefix = 21, 4, 10_000, "more/"

@@ -77,11 +77,11 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
 
-// IsPermissionDenied reports whether Postgres refused a statement for want of a privilege
-// (SQLSTATE 42501): a write through a read-only role (ReadOnlyGrants).
+// IsPermissionDenied reports whether Postgres refused a write: for want of a privilege (SQLSTATE
+// 42501, a read-only role: ReadOnlyGrants), or because the database is a hot standby (25006).
 func IsPermissionDenied(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+	return errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "25006")
 }
 
 // Open connects to Postgres at url. It does not migrate: call Migrate.

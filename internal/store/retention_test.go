@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -532,5 +534,66 @@ func TestStorage(t *testing.T) {
 	}
 	if !st.MaintainedAt.Equal(now) {
 		t.Errorf("maintained at %s, want %s", st.MaintainedAt, now)
+	}
+}
+
+// A store that retention has worked on survives pg_dump and pg_restore into an empty database
+// (docs/operations.md#backup-and-restore): every timeline and the comparison read the same,
+// its partitions are partitions again (maintenance drops the next expired one), and new
+// events append.
+func TestBackupAndRestore(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	db := pgtest.Open(t, url)
+	work, exp, now := retentionWorld(t, db)
+	if _, err := db.Maintain(ctx, store.Retention{Events: 96 * time.Hour, Samples: 24 * time.Hour}, now); err != nil {
+		t.Fatal(err)
+	}
+	uids := append(podUIDs(exp), podUIDs(work)...)
+	keptUIDs := uids[:0:0]
+	for _, uid := range uids {
+		if _, err := db.Timeline(ctx, uid); err == nil {
+			keptUIDs = append(keptUIDs, uid)
+		}
+	}
+	before := timelines(t, db, keptUIDs)
+	cmpBefore, err := db.Comparison(ctx, "day20", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dump := filepath.Join(t.TempDir(), "schedlens.dump")
+	if out, err := exec.Command("pg_dump", "--format=custom", "--no-owner", "--file", dump, "--dbname", url).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	restored := pgtest.EmptyURL(t)
+	if out, err := exec.Command("pg_restore", "--no-owner", "--exit-on-error", "--dbname", restored, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	rdb := pgtest.Open(t, restored)
+	if err := rdb.Migrate(ctx); err != nil {
+		t.Fatalf("migrate the restored store: %v", err)
+	}
+	if diff := cmp.Diff(before, timelines(t, rdb, keptUIDs)); diff != "" {
+		t.Errorf("timelines differ after restore (-before +restored):\n%s", diff)
+	}
+	cmpAfter, err := rdb.Comparison(ctx, "day20", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(jsonOf(t, cmpBefore), jsonOf(t, cmpAfter)); diff != "" {
+		t.Errorf("comparison differs after restore (-before +restored):\n%s", diff)
+	}
+	res, err := rdb.Maintain(ctx, store.Retention{Events: 72 * time.Hour, Samples: 24 * time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Dropped, "events_raw_20261121") {
+		t.Errorf("maintenance of the restored store dropped %v; want events_raw_20261121 among them", res.Dropped)
+	}
+	more := eventgen.Default()
+	more.Seed, more.FirstRun, more.FirstRequest, more.IDPrefix = 21, 4, 10_000, "more/"
+	if r, err := rdb.Append(ctx, eventgen.Generate(more), nil); err != nil || r.Inserted == 0 {
+		t.Errorf("append to the restored store: %+v, %v", r, err)
 	}
 }
