@@ -70,8 +70,8 @@ vet:
 	$(GO) vet ./...
 	cd lab && $(GO) vet ./...
 
-# The scaling story (sizes × mixes against raw COPY and naive INSERT), then the lag, read and
-# memory runs (docs/architecture.md#throughput). With BENCH_ARGS, one run with those flags.
+# The scaling story (sizes × mixes against raw COPY and naive INSERT), then the lag, read,
+# memory and soak runs (docs/architecture.md#throughput, docs/operations.md#sizing). With BENCH_ARGS, one run with those flags.
 bench:
 	$(GO) build -o bin/schedlens-bench ./cmd/schedlens-bench
 ifeq ($(strip $(BENCH_ARGS)),)
@@ -80,6 +80,7 @@ ifeq ($(strip $(BENCH_ARGS)),)
 	bin/schedlens-bench -reads
 	bin/schedlens-bench -workloads
 	bin/schedlens-bench -memory
+	bin/schedlens-bench -soak
 else
 	bin/schedlens-bench $(BENCH_ARGS)
 endif

@@ -132,39 +132,38 @@ SELECT pg_temp.adopt('inventory_pods', 'listed_at', 'inventory_pods');
 CREATE INDEX inventory_pods_latest ON inventory_pods (uid, cluster, scope_key, listed_at);
 
 -- Request results outside experiment runs, once their raw hour is past the samples' horizon:
--- per pod and 10 s (internal/summary). latency is the successful results' latency (ms) as a
--- DDSketch in sketches-go's encoding (1 % relative accuracy); error_classes {class: count},
--- NULL when none failed.
+-- per pod and 10 s (internal/summary), kept lean — a busy cluster makes millions a day: the pod
+-- UID as a uuid, the first and last success as milliseconds into the bucket. latency is the
+-- successful results' latency (ms) as a DDSketch in sketches-go's encoding (1 % relative
+-- accuracy); error_classes {class: count}, NULL when none failed.
 CREATE TABLE request_buckets (
-    pod_uid          text        NOT NULL,
+    pod_uid          uuid        NOT NULL,
     start            timestamptz NOT NULL,
     requests         int         NOT NULL,
     errors           int         NOT NULL,
     pre_ready        int         NOT NULL,
     pre_ready_errors int         NOT NULL,
+    first_success_ms smallint,
+    last_success_ms  smallint,
     error_classes    jsonb,
-    first_success    timestamptz,
-    last_success     timestamptz,
     latency          bytea
 ) PARTITION BY RANGE (start);
 CREATE INDEX request_buckets_pod ON request_buckets (pod_uid, start);
 
 -- GPU samples outside experiment runs, once their raw hour is past the samples' horizon: typed
--- columns (the utilisation and framebuffer the measures read), not one JSON document each.
+-- columns (the utilisation and framebuffer the measures read), not one JSON document each. The
+-- GPU's model is its node's (node_status) and pod's (pod_status) to say, not each sample's.
 CREATE TABLE gpu_samples (
     at          timestamptz NOT NULL,
-    cluster     text        NOT NULL,
+    pod_uid     uuid,
     node        text,
     gpu         text        NOT NULL,
-    pod_uid     text,
-    model       text,
     mig_profile text,
     period_s    real,
     util        real,
     fb_used_mib real
 ) PARTITION BY RANGE (at);
 CREATE INDEX gpu_samples_pod ON gpu_samples (pod_uid, at) WHERE pod_uid IS NOT NULL;
-CREATE INDEX gpu_samples_node ON gpu_samples (node, at);
 
 -- What a kept pod's timeline read from rows that retention drops is pinned on the pod first
 -- (store.Maintain): the latest inventory that listed it (alive_at, which existed) and the first

@@ -36,10 +36,11 @@ projections; times a raw CopyFrom of the same rows into a bare table and one INS
 prints the rates, their ratios and how the rate at the largest size compares with the smallest.
 Mixes: pods (many short-lived pods, an inventory every few runs, like a busy cluster) and
 requests (36 pods, many request results); both runs the two.
--lag, -reads, -workloads and -memory are other runs, one at a time, in place of this one: the
-lag from an event offered to the collector's publisher to visible in the API under a fixed rate;
-the read latencies of a large experiment through the api; those of a Deployment's window of
-1,000 pods and its disruptions; the collector's memory with many pods in scope. make bench runs
+-lag, -reads, -workloads, -memory and -soak are other runs, one at a time, in place of this one:
+the lag from an event offered to the collector's publisher to visible in the API under a fixed
+rate; the read latencies of a large experiment through the api; those of a Deployment's window of
+1,000 pods and its disruptions; the collector's memory with many pods in scope; a month of the
+reference cluster with a 7-day retention, bytes and reads per simulated day. make bench runs
 them all, one after the other.
 Temporary databases schedlens_bench_* are created on -admin-database-url and dropped at the end.
 
@@ -92,9 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var o options
 	var ro readOptions
 	var wo workloadOptions
+	var so soakOptions
 	fs := config.New("schedlens-bench", getenv, stderr)
 	ro.define(fs)
 	wo.define(fs)
+	so.define(fs)
 	fs.Int(&o.n, "n", "", 0, "one size: events to store end to end and with CopyFrom (overrides -sizes)")
 	fs.String(&o.sizesFlag, "sizes", envSizes, defaultSizes, "comma-separated sizes (events per measurement), smallest to largest")
 	fs.String(&o.mixFlag, "mix", envMix, "both", "event mix: pods, requests or both")
@@ -122,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	modes := 0
-	for _, on := range []bool{o.lag.enabled, o.memory.enabled, ro.enabled, wo.enabled} {
+	for _, on := range []bool{o.lag.enabled, o.memory.enabled, ro.enabled, wo.enabled, so.enabled} {
 		if on {
 			modes++
 		}
@@ -130,9 +133,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if wo.enabled && wo.pods < 100 {
 		return config.Usagef("-workload-pods must be at least 100, got %d", wo.pods)
 	}
+	if err := so.check(); so.enabled && err != nil {
+		return err
+	}
 	switch {
 	case modes > 1:
-		return config.Usagef("-lag, -memory, -reads and -workloads are separate runs: give one")
+		return config.Usagef("-lag, -memory, -reads, -workloads and -soak are separate runs: give one")
 	case o.lag.enabled:
 		return runLag(ctx, o, stdout, stderr)
 	case o.memory.enabled:
@@ -152,6 +158,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if wo.enabled {
 		return runWorkloads(ctx, pg, wo, ro.iterations, o.json, stdout, logger)
+	}
+	if so.enabled {
+		return runSoak(ctx, pg, so, o.json, stdout, logger)
 	}
 
 	r := report{BatchSize: o.batchSize, BatchWait: o.batchWait.String(), NaiveRows: o.naiveRows}

@@ -30,6 +30,9 @@ type WorkloadConfig struct {
 	// RequestsEvery, when positive, is how often each Ready pod answers a probe (successes).
 	RequestsEvery time.Duration
 	IDPrefix      string
+	// End deletes every pod still alive when the history ends (Gap after the last disruption),
+	// as deleting the Deployment does.
+	End bool
 }
 
 // DefaultWorkload is prod/infer: 3 pods on 4 nodes, one rollout, one drain, one node failure,
@@ -158,6 +161,11 @@ func Workload(cfg WorkloadConfig) ([]*events.Envelope, []Disruption) {
 		}
 	}
 	g.until = t.Add(cfg.Gap)
+	if cfg.End {
+		for _, p := range alive {
+			g.end(p, g.until, "", time.Time{})
+		}
+	}
 	g.probes()
 	slices.SortStableFunc(g.out, func(a, b *events.Envelope) int { return a.OccurredAt.Compare(b.OccurredAt) })
 	return g.out, g.did

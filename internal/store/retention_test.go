@@ -437,7 +437,7 @@ func TestSummarisedSamples(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	readBuckets := func() map[string]podCounts {
-		rows, err := conn.Query(ctx, `SELECT pod_uid, sum(requests)::int, sum(errors)::int FROM request_buckets GROUP BY pod_uid`)
+		rows, err := conn.Query(ctx, `SELECT pod_uid::text, sum(requests)::int, sum(errors)::int FROM request_buckets GROUP BY pod_uid`)
 		if err != nil {
 			t.Fatal(err)
 		}

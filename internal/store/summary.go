@@ -15,8 +15,8 @@ import (
 
 var (
 	bucketColumns = []string{"pod_uid", "start", "requests", "errors", "pre_ready", "pre_ready_errors",
-		"error_classes", "first_success", "last_success", "latency"}
-	gpuSampleColumns = []string{"at", "cluster", "node", "gpu", "pod_uid", "model", "mig_profile", "period_s", "util", "fb_used_mib"}
+		"first_success_ms", "last_success_ms", "error_classes", "latency"}
+	gpuSampleColumns = []string{"at", "pod_uid", "node", "gpu", "mig_profile", "period_s", "util", "fb_used_mib"}
 )
 
 // summarise turns the raw request results and GPU samples of the detached samples partition
@@ -25,7 +25,7 @@ var (
 // next, in the same transaction: a result is summarised exactly once, and a copy of it arriving
 // later is refused as expired (its hour is past the samples' horizon).
 func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res *MaintainResult) error {
-	rows, err := tx.Query(ctx, `SELECT kind, cluster, node, pod_uid, occurred_at, envelope->'data' FROM `+partition+`
+	rows, err := tx.Query(ctx, `SELECT kind, node, pod_uid, occurred_at, envelope->'data' FROM `+partition+`
 		WHERE (pod_uid IS NOT NULL OR kind = 'gpu_sample') AND (pod_uid IS NULL OR NOT (`+keptSamples+`))`)
 	if err != nil {
 		return fmt.Errorf("read samples: %w", err)
@@ -34,13 +34,12 @@ func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res
 		buckets summary.Buckets
 		gpuRows [][]any
 		kind    string
-		cluster string
 		node    *string
 		uid     *string
 		at      time.Time
 		data    []byte
 	)
-	_, err = pgx.ForEachRow(rows, []any{&kind, &cluster, &node, &uid, &at, &data}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&kind, &node, &uid, &at, &data}, func() error {
 		switch events.Kind(kind) {
 		case events.KindRequest:
 			var r events.Request
@@ -76,8 +75,7 @@ func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res
 			if uid != nil {
 				uidV = *uid
 			}
-			gpuRows = append(gpuRows, []any{at, cluster, nodeV, gpu, uidV, nullString(g.Model), nullString(g.MIGProfile),
-				float32(g.PeriodS), util, fb})
+			gpuRows = append(gpuRows, []any{at, uidV, nodeV, gpu, nullString(g.MIGProfile), float32(g.PeriodS), util, fb})
 		}
 		return nil
 	})
@@ -101,8 +99,12 @@ func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res
 		if len(b.ErrorClasses) > 0 {
 			classes = b.ErrorClasses
 		}
+		var first, last any
+		if !b.FirstSuccess.IsZero() {
+			first, last = int16(b.FirstSuccess.Sub(b.Start).Milliseconds()), int16(b.LastSuccess.Sub(b.Start).Milliseconds())
+		}
 		bucketRows = append(bucketRows, []any{b.PodUID, b.Start, int32(b.Requests), int32(b.Errors), int32(b.PreReady),
-			int32(b.PreReadyErrors), classes, nullTime(b.FirstSuccess), nullTime(b.LastSuccess), b.EncodeLatency()})
+			int32(b.PreReadyErrors), first, last, classes, b.EncodeLatency()})
 	}
 	if len(bucketRows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{requestBuckets.parent}, bucketColumns, pgx.CopyFromRows(bucketRows)); err != nil {
