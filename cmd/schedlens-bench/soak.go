@@ -186,8 +186,23 @@ func runSoak(ctx context.Context, pg *pgServer, so soakOptions, asJSON bool, std
 		"total MB", "events", "samples", "kept", "summary", "gpu", "other", "window p95", "disrupt p95", "compare p95")
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	began := time.Now()
+	// The next day is generated while the current one is stored.
+	next := make(chan []*events.Envelope, 1)
+	genCtx, stopGen := context.WithCancel(ctx)
+	defer stopGen()
+	go func() {
+		defer close(next)
+		for d := 1; d <= so.days; d++ {
+			envs := soakDayEvents(so, start, d)
+			select {
+			case next <- envs:
+			case <-genCtx.Done():
+				return
+			}
+		}
+	}()
 	for d := 1; d <= so.days; d++ {
-		envs := soakDayEvents(so, start, d)
+		envs := <-next
 		day := soakDay{Day: d, Events: len(envs)}
 		t0 := time.Now()
 		for i := 0; i < len(envs); i += soakAppendBatch {

@@ -285,7 +285,7 @@ func (db *DB) nodeInfos(ctx context.Context, names []string) (map[string]compare
 	}
 	rows, err := db.pool.Query(ctx, `
 		SELECT DISTINCT ON (node) node, envelope->'data'
-		FROM events WHERE kind = 'node_status' AND node = ANY($1)
+		FROM events WHERE kind = 'node_status' AND class <> 'samples' AND node = ANY($1)
 		ORDER BY node, occurred_at DESC`, names)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
@@ -337,7 +337,7 @@ type ArmPlacement = compare.ArmPlacement
 const lastGPUJoin = `LEFT JOIN LATERAL (
 			SELECT e.envelope->'data'->'gpu'->>'model' AS model, e.envelope->'data'->'gpu'->>'sharing' AS sharing
 			FROM events e
-			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
+			WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.class <> 'samples' AND e.envelope->'data'->'gpu'->>'sharing' IS DISTINCT FROM 'unknown'
 			  AND e.envelope->'data'->'gpu' IS NOT NULL
 			ORDER BY e.occurred_at DESC LIMIT 1) g ON true`
 
@@ -384,7 +384,7 @@ func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string
 		FROM events e JOIN pods p ON p.uid = e.pod_uid
 		CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.envelope->'data'->'scheduling'->'reasons', '[]'::jsonb)) r
 		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)
-		  AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		  AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
 		GROUP BY 1, 2`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)

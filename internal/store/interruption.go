@@ -48,7 +48,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 		rows, err := tx.Query(ctx, `
 			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended, p.last_seen), e.occurred_at,
 			       `+snapshotColumns+`
-			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' `+eventData+`
+			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' AND e.class <> 'samples' `+eventData+`
 			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)`, experiment, run, namespace)
 		if err != nil {
 			return err

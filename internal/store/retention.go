@@ -305,17 +305,8 @@ func dropEnded(ctx context.Context, tx pgx.Tx, horizon time.Time, res *MaintainR
 	if err != nil {
 		return fmt.Errorf("find ended pods: %w", err)
 	}
-	for _, q := range []string{
-		`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
-		`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
-		`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
-		`DELETE FROM pod_ips WHERE uid = ANY($1)`,
-		`DELETE FROM pods WHERE uid = ANY($1)`,
-		`DELETE FROM events WHERE class = 'kept' AND pod_uid = ANY($1)`,
-	} {
-		if _, err := tx.Exec(ctx, q, uids); err != nil {
-			return fmt.Errorf("drop ended pods: %w", err)
-		}
+	if err := deletePods(ctx, tx, uids, "kept"); err != nil {
+		return fmt.Errorf("drop ended pods: %w", err)
 	}
 	res.Pods = int64(len(uids))
 	if _, err := tx.Exec(ctx, `DELETE FROM unattributed_requests WHERE occurred_at < $1`, horizon); err != nil {
@@ -398,6 +389,28 @@ func (db *DB) Storage(ctx context.Context) (StorageState, error) {
 	return st, nil
 }
 
+// deletePods deletes the pods uids with every projection of them and their events of class
+// (every class when "").
+func deletePods(ctx context.Context, tx pgx.Tx, uids []string, class string) error {
+	for _, q := range []string{
+		`DELETE FROM events WHERE pod_uid = ANY($1) AND ($2 = '' OR class = $2)`,
+		`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
+		`DELETE FROM pod_ips WHERE uid = ANY($1)`,
+		`DELETE FROM pods WHERE uid = ANY($1)`,
+	} {
+		args := []any{uids}
+		if strings.Contains(q, "$2") {
+			args = append(args, class)
+		}
+		if _, err := tx.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeleteExperiment deletes an experiment: its definition, its pods (those attributed to it and
 // the victims they preempted) with every projection of them, and their events, kept or raw. It
 // reports ErrNotFound when the store knows no experiment by that name. A definition still in a
@@ -420,17 +433,8 @@ func (db *DB) DeleteExperiment(ctx context.Context, name string) error {
 		if tag.RowsAffected() == 0 && len(uids) == 0 {
 			return ErrNotFound
 		}
-		for _, q := range []string{
-			`DELETE FROM events WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_event_series WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_latency WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_gpu_util WHERE pod_uid = ANY($1)`,
-			`DELETE FROM pod_ips WHERE uid = ANY($1)`,
-			`DELETE FROM pods WHERE uid = ANY($1)`,
-		} {
-			if _, err := tx.Exec(ctx, q, uids); err != nil {
-				return fmt.Errorf("delete the experiment's pods: %w", err)
-			}
+		if err := deletePods(ctx, tx, uids, ""); err != nil {
+			return fmt.Errorf("delete the experiment's pods: %w", err)
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM events WHERE kind = 'experiment' AND envelope->'data'->>'name' = $1`, name)
 		if err != nil {

@@ -216,7 +216,7 @@ func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]report.Nod
 			       COALESCE((envelope->'data'->>'ready')::boolean, false) AS ready,
 			       lag(COALESCE((envelope->'data'->>'unschedulable')::boolean, false)) OVER w AS prev_unschedulable,
 			       lag(COALESCE((envelope->'data'->>'ready')::boolean, false)) OVER w AS prev_ready
-			FROM events WHERE kind = 'node_status' AND node IS NOT NULL AND occurred_at <= $2
+			FROM events WHERE kind = 'node_status' AND class <> 'samples' AND node IS NOT NULL AND occurred_at <= $2
 			WINDOW w AS (PARTITION BY node ORDER BY occurred_at, id COLLATE "C")) n
 		WHERE occurred_at >= $1 AND (unschedulable IS DISTINCT FROM prev_unschedulable OR ready IS DISTINCT FROM prev_ready)
 		ORDER BY occurred_at, node`, from, to)

@@ -69,7 +69,7 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 		tl.Summary = one[0]
 		rows, err := tx.Query(ctx, `
 			SELECT id, kind, occurred_at, source, envelope->'data'
-			FROM events WHERE pod_uid = $1 AND kind <> ALL($2)
+			FROM events WHERE pod_uid = $1 AND kind <> ALL($2) AND class <> 'samples'
 			ORDER BY occurred_at, id COLLATE "C"`, uid, unlistedKinds())
 		if err != nil {
 			return fmt.Errorf("read pod %s events: %w", uid, err)

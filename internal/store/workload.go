@@ -40,7 +40,7 @@ func (db *DB) backfillWorkloads(ctx context.Context) (int, error) {
 		rows, err := db.pool.Query(ctx, `
 			SELECT p.uid, p.namespace, p.name, e.envelope->'data'
 			FROM (SELECT uid, namespace, name FROM pods WHERE workload_kind IS NULL AND uid > $1 ORDER BY uid LIMIT 1000) p
-			LEFT JOIN LATERAL (SELECT envelope FROM events WHERE pod_uid = p.uid AND kind = 'pod_status' ORDER BY occurred_at LIMIT 1) e ON true`, after)
+			LEFT JOIN LATERAL (SELECT envelope FROM events WHERE pod_uid = p.uid AND kind = 'pod_status' AND class <> 'samples' ORDER BY occurred_at LIMIT 1) e ON true`, after)
 		if err != nil {
 			return done, fmt.Errorf("read pods without a workload: %w", err)
 		}
@@ -223,11 +223,11 @@ func (db *DB) podConditions(ctx context.Context, q querier, pods []workload.Pod,
 		SELECT * FROM (
 			SELECT e.pod_uid, e.kind, e.occurred_at, NULL AS note, `+snapshotColumns+`, e.id
 			FROM events e `+eventData+`
-			WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status'
+			WHERE e.pod_uid = ANY($1) AND e.kind = 'pod_status' AND e.class <> 'samples'
 			UNION ALL
 			SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note', '', NULL, false, false, NULL, e.id
 			FROM events e
-			WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling') u
+			WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling') u
 		ORDER BY occurred_at, id COLLATE "C"`, uids)
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
@@ -588,9 +588,9 @@ func (db *DB) PendingGPUPods(ctx context.Context, since time.Time) ([]report.Pen
 		       COALESCE(t.created, t.first_seen), g.gpu::text, f.scheduling::text
 		FROM pod_timeline t
 		CROSS JOIN LATERAL (SELECT e.envelope->'data'->'gpu' AS gpu FROM events e
-		                    WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' ORDER BY e.occurred_at DESC LIMIT 1) g
+		                    WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.class <> 'samples' ORDER BY e.occurred_at DESC LIMIT 1) g
 		LEFT JOIN LATERAL (SELECT e.envelope->'data'->'scheduling' AS scheduling FROM events e
-		                   WHERE e.pod_uid = t.uid AND e.kind = 'k8s_event' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		                   WHERE e.pod_uid = t.uid AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
 		                   ORDER BY e.occurred_at DESC LIMIT 1) f ON true
 		WHERE t.uid IN (SELECT uid FROM pods WHERE first_seen >= $1 AND ended_at IS NULL
 		                  AND scheduled_event_at IS NULL AND scheduled_cond_at IS NULL)
