@@ -64,8 +64,9 @@ const maintainLock = `hashtext('schedlens maintenance')`
 
 // Maintain creates the coming days' partitions and drops what retention no longer keeps, as of
 // now. Of N processes maintaining one store at once, one does it; the others return Skipped.
-// Dropping a day is one transaction: the events of experiment runs in it are moved to the kept
-// class, then the partition is dropped — never a DELETE over the day's rows.
+// A partition past its horizon is detached concurrently (its table's readers and writers do not
+// wait), then in one transaction what retention keeps of it is copied to the kept class, a
+// raw-samples hour is summarised, and the table is dropped — never a DELETE over its rows.
 func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (MaintainResult, error) {
 	var res MaintainResult
 	conn, err := db.pool.Acquire(ctx)
@@ -130,7 +131,8 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 
 // keptEvents selects, among the raw events of a detached day, those retention keeps: the events
 // of experiment runs (of experimentPods, the definitions, whatever names an experiment, the
-// snapshots of the nodes experiment pods ran on: the conditions of their arms), and the
+// snapshots of the nodes experiment pods ran on until their last event: the conditions of their
+// arms), and the
 // snapshots and Kubernetes events of every pod still kept (not ended before the horizon),
 // which its timeline and the workload reads are derived from — its requests and GPU samples go
 // with their hours. Such a pod's kept events go when it ends before a later horizon
@@ -138,8 +140,8 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 const keptEvents = `pod_uid IN (` + experimentPods + `)
        OR (kind IN ('pod_status', 'k8s_event') AND pod_uid IN (SELECT uid FROM pods))
        OR kind = 'experiment' OR envelope ? 'experiment'
-       OR (kind = 'node_status' AND node IN (SELECT COALESCE(scheduled_event_node, status_node) FROM pods
-                                            WHERE exp_name IS NOT NULL AND COALESCE(scheduled_event_node, status_node) IS NOT NULL))`
+       OR (kind = 'node_status' AND EXISTS (SELECT 1 FROM pods p WHERE p.exp_name IS NOT NULL
+                                            AND COALESCE(p.scheduled_event_node, p.status_node) = node AND occurred_at <= p.last_seen))`
 
 // keptSamples selects, among the request results and GPU samples of a detached hour, those of
 // experiment runs: the comparison reads them raw.
