@@ -160,7 +160,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runWorkloads(ctx, pg, wo, ro.iterations, o.json, stdout, logger)
 	}
 	if so.enabled {
-		return runSoak(ctx, pg, so, o.json, stdout, logger)
+		return runSoak(ctx, pg, o, so, stdout, logger, corrLogger)
 	}
 
 	r := report{BatchSize: o.batchSize, BatchWait: o.batchWait.String(), NaiveRows: o.naiveRows}

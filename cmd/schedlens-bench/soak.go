@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,8 +12,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/config"
+	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/store"
@@ -23,10 +28,10 @@ import (
 // through on an accelerated clock one simulated day after another: every Deployment replaced
 // at midnight and rolled out once during the day, a node failure a day per Deployment (about
 // 5 % of the pods replaced), a drain every seventh day; its pods probed every -soak-probe-every,
-// an experiment of 100 pods on day 1. Each day is stored through the store's own Append (what
-// the correlator calls for each batch; NATS is left out: it adds nothing to what is stored),
-// then maintained as `correlator serve` does at the end of the day with a 7-day retention (raw
-// samples 6 hours), then read. It prints per day: events, ingest rate, bytes on disk by class,
+// an experiment of 100 pods on day 1. Each day goes through the real pipeline — published to
+// JetStream (an in-process nats-server, or -nats-url) and stored by a correlator — then the
+// store is maintained as `correlator serve` does, at the end of the day, with a 7-day retention
+// (raw samples 6 hours), then read. It prints per day: events, ingest rate, bytes on disk by class,
 // rows, and the p95 of the workload window, the disruptions and the comparison; and the bytes
 // a day scaled back to the reference cluster beside the 1 GB target.
 
@@ -40,7 +45,6 @@ const (
 	soakGPUEvery        = 30 * time.Second
 	soakDayTarget       = 1 << 30 // bytes a simulated day of the reference cluster may add
 	soakReadIterations  = 7
-	soakAppendBatch     = 5000
 	soakFlatnessLowDay  = 8
 	soakFlatnessMaxDiff = 0.2
 )
@@ -76,7 +80,7 @@ func (s soakOptions) check() error {
 type soakDay struct {
 	Day          int              `json:"day"`
 	Events       int              `json:"events"`
-	IngestPerSec float64          `json:"ingest_per_s"`
+	IngestPerSec float64          `json:"ingest_per_s"` // published to JetStream and stored by the correlator
 	MaintainS    float64          `json:"maintain_s"`
 	Bytes        int64            `json:"bytes"`
 	ByClass      map[string]int64 `json:"bytes_by_class"`
@@ -166,13 +170,97 @@ func soakGPUSamples(dayStart time.Time, d, gpus, nodes int) []*events.Envelope {
 	return out
 }
 
+// soakPipeline is a JetStream stream and a correlator storing what is published to it into the
+// soak's store.
+type soakPipeline struct {
+	js       jetstream.JetStream
+	window   time.Duration
+	db       *store.DB
+	total    int // events published so far: the store counts them once stored
+	finished chan struct{}
+	runErr   error
+	stop     func()
+}
+
+func startSoakPipeline(ctx context.Context, natsURL string, db *store.DB, cfg correlator.Config, logger *slog.Logger) (*soakPipeline, error) {
+	natsURL, stopNATS, err := natsOrLocal(natsURL)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := bus.Connect(natsURL, "schedlens-bench", logger)
+	if err != nil {
+		stopNATS()
+		return nil, err
+	}
+	fail := func(err error) (*soakPipeline, error) { nc.Close(); stopNATS(); return nil, err }
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(30*time.Second))
+	if err != nil {
+		return fail(fmt.Errorf("jetstream: %w", err))
+	}
+	sc := bus.DefaultStreamConfig()
+	sc.Duplicates = inProcessDuplicates // the days' ids are distinct: no duplicate table in the heap
+	stream, err := bus.EnsureStream(ctx, js, sc)
+	if err != nil {
+		return fail(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("stream info: %w", err))
+	}
+	if info.State.Msgs > 0 {
+		return fail(fmt.Errorf("stream %s on %s already holds %d messages; the soak needs an empty stream (omit -nats-url for an in-process server)", bus.StreamName, natsURL, info.State.Msgs))
+	}
+	c, err := correlator.New(js, db, cfg, logger, prometheus.NewRegistry())
+	if err != nil {
+		return fail(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	p := &soakPipeline{js: js, window: info.Config.Duplicates, db: db, finished: make(chan struct{})}
+	go func() { p.runErr = c.Run(runCtx); close(p.finished) }()
+	p.stop = func() {
+		cancel()
+		<-p.finished
+		_ = nc.FlushTimeout(5 * time.Second)
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer dcancel()
+		_ = js.DeleteConsumer(dctx, bus.StreamName, cfg.Consumer)
+		if err := stream.Purge(dctx); err != nil {
+			logger.Warn("cannot purge the soak's messages", "error", err)
+		}
+		nc.Close()
+		stopNATS()
+	}
+	return p, nil
+}
+
+// store publishes envs and waits until the correlator has stored them.
+func (p *soakPipeline) store(ctx context.Context, envs []*events.Envelope) error {
+	if err := publish(ctx, p.js, newRawSet(envs), p.window); err != nil {
+		return err
+	}
+	p.total += len(envs)
+	if _, err := waitStored(ctx, p.db, p.total, time.Now(), p.finished); err != nil {
+		return errors.Join(err, p.runErr)
+	}
+	return nil
+}
+
 // runSoak is the -soak mode.
-func runSoak(ctx context.Context, pg *pgServer, so soakOptions, asJSON bool, stdout io.Writer, logger *slog.Logger) error {
+func runSoak(ctx context.Context, pg *pgServer, o options, so soakOptions, stdout io.Writer, logger, corrLogger *slog.Logger) error {
+	asJSON := o.json
 	db, dbURL, done, err := pg.openDB(ctx, "soak", logger)
 	if err != nil {
 		return err
 	}
 	defer done()
+	cfg := correlator.DefaultConfig()
+	cfg.Consumer = "schedlens-bench-soak-" + randomHex(4)
+	cfg.BatchSize, cfg.BatchWait = o.batchSize, o.batchWait
+	pipe, err := startSoakPipeline(ctx, o.natsURL, db, cfg, corrLogger)
+	if err != nil {
+		return err
+	}
+	defer pipe.stop()
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return err
@@ -205,10 +293,8 @@ func runSoak(ctx context.Context, pg *pgServer, so soakOptions, asJSON bool, std
 		envs := <-next
 		day := soakDay{Day: d, Events: len(envs)}
 		t0 := time.Now()
-		for i := 0; i < len(envs); i += soakAppendBatch {
-			if _, err := db.Append(ctx, envs[i:min(i+soakAppendBatch, len(envs))], nil); err != nil {
-				return fmt.Errorf("day %d: %w", d, err)
-			}
+		if err := pipe.store(ctx, envs); err != nil {
+			return fmt.Errorf("day %d: %w", d, err)
 		}
 		day.IngestPerSec = float64(len(envs)) / time.Since(t0).Seconds()
 		end := start.Add(time.Duration(d) * 24 * time.Hour)
