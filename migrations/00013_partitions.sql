@@ -1,28 +1,28 @@
 -- +goose Up
 
 -- Bounded storage (issue 24; docs/operations.md#retention). The tables that grow with every event
--- are partitioned by UTC day, natively (declarative partitioning: no extension), so retention
+-- are partitioned by time, natively (declarative partitioning: no extension), so retention
 -- drops whole partitions, never runs a long DELETE:
 -- - events: by class, then by time. Class 'raw' (every event as it arrives but request results
 --   and GPU samples) is partitioned by occurred_at, one partition per UTC day; class 'samples'
 --   (request results and GPU samples, the bulk of a busy cluster's events) one per hour, so
 --   their raw window can be short: past it they are summarised (request_buckets, gpu_samples);
---   class 'kept' holds the events of experiment runs,
---   which retention never drops (they are moved there from a day before it is dropped, and
---   deleted with their experiment: DELETE /v1/experiments/{name}). A unique key of a partitioned
---   table must hold its partition keys, so the primary key is (id, occurred_at, class): the same
---   thing as id alone, because an id names one event and so one occurred_at (docs/contracts.md),
---   and an event's class is a function of its kind, so a copy of a stored event always meets it in the same
---   partition, however late it comes (until that day is dropped: then it is refused as expired).
+--   class 'kept' holds what retention keeps of a dropped period (experiment runs until
+--   DELETE /v1/experiments/{name}; kept pods' snapshots until they end). A unique key of a
+--   partitioned table must hold its partition keys, so the primary key is
+--   (id, occurred_at, class): the same thing as id alone, because an id names one event and so
+--   one occurred_at (docs/contracts.md), and an event's class is a function of its kind, so a
+--   copy of a stored event always meets it in the same partition, however late it comes (until
+--   that period is dropped: then it is refused as expired).
 -- - inventories and inventory_pods: by listed_at, one partition per UTC day.
--- The store creates each day's partition when the first row of that day comes (store.partitions)
--- and `correlator maintain` creates the next days' ahead. partitions lists them all with their
--- bounds, so finding a day's partition is one lookup, not a parse of the catalogue.
+-- The store creates a period's partition when its first row comes (internal/store/partition.go)
+-- and maintenance creates the next ones ahead; partitions lists them all with their bounds, so
+-- finding a period's partition is one lookup, not a parse of the catalogue.
 --
 -- What is already stored is not rewritten: each table is renamed, becomes the first partition
--- (every time up to the end of the current UTC day, or of its latest row's), and is dropped
--- by retention as a whole once all of it is older than the horizon. Checked on a copy of the
--- lab demo's store: no table rewrite (pg_class.relfilenode of the old tables unchanged); the
+-- (every time up to the end of the current UTC day, or of its latest row's), and is dropped by
+-- retention as a whole once all of it is older than the horizon. Checked by the store's
+-- TestMigrationAdoptsStoredEvents: the old table's file (pg_class.relfilenode) is unchanged; the
 -- cost is one scan per table (the CHECK that lets ATTACH skip its own) and building the new
 -- primary keys' indexes.
 CREATE TABLE partitions (

@@ -6,7 +6,8 @@
 -- end_reasons (written from align.EndReasons); rank 1 is deleted_unobserved, the end an
 -- inventory proves. What inventories prove (align.Facts.ApplyInventories) is read here, not
 -- stored with the pod (unless retention dropped the inventories that proved it: then
--- store.Maintain pinned it first, in pods.alive_at and pods.unobserved_end_at), so an inventory never updates the pods of its scope: a pod not ended by
+-- store.Maintain pinned it first, in pods.alive_at and pods.unobserved_end_at), so an
+-- inventory never updates the pods of its scope: a pod not ended by
 -- an observed event was alive at the latest of its snapshots and of the inventories listing it
 -- (one lookup in inventory_pods), and gone at the first inventory of its scope listed after
 -- that (one lookup in inventories; such an inventory cannot list it). OFFSET 0 evaluates each
