@@ -90,13 +90,8 @@ func eventTable(k events.Kind) partitioned {
 // lock): a day is never created while maintenance is dropping it.
 const partitionLock = `SELECT pg_advisory_xact_lock(hashtext('schedlens partitions'))`
 
-// day is the UTC day holding t.
-func day(t time.Time) time.Time {
-	return t.UTC().Truncate(24 * time.Hour)
-}
-
-// dayRange is one partition's range [lower, upper).
-type dayRange struct{ lower, upper time.Time }
+// periodRange is one partition's range [lower, upper).
+type periodRange struct{ lower, upper time.Time }
 
 // horizons are the classes' horizons: nothing older is stored (zero: no limit).
 type horizons map[string]time.Time
@@ -115,7 +110,7 @@ func (h horizons) expired(env *events.Envelope) bool {
 // (errNoPartition): the cache is then reset and the batch tried once more.
 type partitionCache struct {
 	mu       sync.Mutex
-	spans    map[string][]dayRange // by parent
+	spans    map[string][]periodRange // by parent
 	horizons horizons
 	loaded   bool
 }
@@ -128,7 +123,7 @@ func (c *partitionCache) reset() {
 }
 
 // covers reports whether one of spans holds the time d.
-func covers(spans []dayRange, d time.Time) bool {
+func covers(spans []periodRange, d time.Time) bool {
 	for _, s := range spans {
 		if !d.Before(s.lower) && d.Before(s.upper) {
 			return true
@@ -210,7 +205,7 @@ func (db *DB) createPartitions(ctx context.Context, n need) (horizons, []string,
 // createMissing creates in tx the partitions of n that do not exist, except for periods before
 // their class's horizon, and returns the horizons, every partition's range and the names it
 // created.
-func createMissing(ctx context.Context, tx pgx.Tx, n need) (horizons, map[string][]dayRange, []string, error) {
+func createMissing(ctx context.Context, tx pgx.Tx, n need) (horizons, map[string][]periodRange, []string, error) {
 	if _, err := tx.Exec(ctx, partitionLock); err != nil {
 		return nil, nil, nil, err
 	}
@@ -227,7 +222,7 @@ func createMissing(ctx context.Context, tx pgx.Tx, n need) (horizons, map[string
 			if err := createPartition(ctx, tx, p, d); err != nil {
 				return nil, nil, nil, err
 			}
-			spans[p.parent] = append(spans[p.parent], dayRange{d, d.Add(p.width)})
+			spans[p.parent] = append(spans[p.parent], periodRange{d, d.Add(p.width)})
 			created = append(created, p.name(d))
 		}
 	}
@@ -235,7 +230,7 @@ func createMissing(ctx context.Context, tx pgx.Tx, n need) (horizons, map[string
 }
 
 // readPartitions reads the horizons and every partition's range.
-func readPartitions(ctx context.Context, tx pgx.Tx) (horizons, map[string][]dayRange, error) {
+func readPartitions(ctx context.Context, tx pgx.Tx) (horizons, map[string][]periodRange, error) {
 	h := horizons{}
 	rows, err := tx.Query(ctx, `SELECT class, horizon FROM retention WHERE horizon IS NOT NULL`)
 	if err != nil {
@@ -250,11 +245,11 @@ func readPartitions(ctx context.Context, tx pgx.Tx) (horizons, map[string][]dayR
 	if err != nil {
 		return nil, nil, fmt.Errorf("read partitions: %w", err)
 	}
-	spans := map[string][]dayRange{}
+	spans := map[string][]periodRange{}
 	var parent string
 	var lower, upper pgtype.Timestamptz
 	_, err = pgx.ForEachRow(rows, []any{&parent, &lower, &upper}, func() error {
-		spans[parent] = append(spans[parent], dayRange{spanTime(lower), spanTime(upper)})
+		spans[parent] = append(spans[parent], periodRange{spanTime(lower), spanTime(upper)})
 		return nil
 	})
 	if err != nil {

@@ -383,9 +383,9 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 			LEFT JOIN LATERAL (SELECT e.occurred_at FROM events e
 				WHERE e.pod_uid = u.uid AND e.kind = 'request' AND e.occurred_at > $2 AND `+succeeded+`
 				ORDER BY e.occurred_at LIMIT 1) n ON true
-			LEFT JOIN LATERAL (SELECT b.start + b.first_success_ms * interval '1 millisecond' AS first_success FROM request_buckets b
+			LEFT JOIN LATERAL (SELECT `+bucketFirst+` AS first_success FROM request_buckets b
 				WHERE b.pod_uid = u.uid::uuid AND b.start > $2 - interval '`+bucketWidth+`'
-				  AND b.start + b.last_success_ms * interval '1 millisecond' > $2
+				  AND `+bucketLast+` > $2
 				ORDER BY b.start LIMIT 1) nb ON true
 			WHERE n.occurred_at IS NOT NULL OR nb.first_success IS NOT NULL
 			ORDER BY at LIMIT 1`, all, merged[len(merged)-1].To)
@@ -432,6 +432,12 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 	return in, workload.Detect(in), nil
 }
 
+// bucketFirst and bucketLast are a request bucket b's first and last success as times.
+const (
+	bucketFirst = `b.start + b.first_success_ms * interval '1 millisecond'`
+	bucketLast  = `b.start + b.last_success_ms * interval '1 millisecond'`
+)
+
 // bucketWidth is summary.Width as an SQL interval.
 var bucketWidth = fmt.Sprintf("%d milliseconds", summary.Width.Milliseconds())
 
@@ -440,11 +446,11 @@ var bucketWidth = fmt.Sprintf("%d milliseconds", summary.Width.Milliseconds())
 // as served between them: a gap between successes that crosses buckets is read exactly, one
 // inside a bucket (shorter than summary.Width) is not seen (docs/operations.md#summaries).
 var bucketSuccesses = `SELECT b.pod_uid::text,
-		greatest(b.start + b.first_success_ms * interval '1 millisecond', $2),
-		least(b.start + b.last_success_ms * interval '1 millisecond', $3)
+		greatest(` + bucketFirst + `, $2),
+		least(` + bucketLast + `, $3)
 	FROM request_buckets b
 	WHERE b.pod_uid = ANY($1::uuid[]) AND b.start BETWEEN $2::timestamptz - interval '` + bucketWidth + `' AND $3
-	  AND b.start + b.last_success_ms * interval '1 millisecond' >= $2 AND b.start + b.first_success_ms * interval '1 millisecond' <= $3`
+	  AND ` + bucketLast + ` >= $2 AND ` + bucketFirst + ` <= $3`
 
 // mergeSpans sorts spans by start and merges those that overlap or touch.
 func mergeSpans(spans []align.Span) []align.Span {
