@@ -110,15 +110,16 @@ type groupKey struct {
 	node, gpu, uuid, migID, namespace, pod, container string
 }
 
-// group turns series into Samples. Series are first sorted by name and label set so that when
-// one Sample gets the same metric twice (e.g. two Prometheus jobs scraping one exporter) the
-// kept value does not depend on input order: the series whose label set sorts first wins.
+// group turns series into Samples. Series are first sorted by name, label set and value so that
+// when one Sample gets the same metric twice (e.g. two Prometheus jobs scraping one exporter, or
+// one series written twice in a scrape) the kept value does not depend on input order: the
+// series whose label set sorts first wins, and of identical label sets the smallest value.
 func group(all []series) []Sample {
 	for i := range all {
 		all[i].sig = signature(all[i].labels)
 	}
 	slices.SortFunc(all, func(a, b series) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.sig, b.sig))
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.sig, b.sig), cmp.Compare(a.value, b.value))
 	})
 	byKey := make(map[groupKey]*Sample)
 	for _, s := range all {
@@ -198,14 +199,15 @@ func podName(s Sample) (namespace, name string) {
 	return s.Pod.Namespace, s.Pod.Name
 }
 
-// compareIndex orders device and instance indexes numerically ("2" before "10"), and anything
-// that is not a number after the numbers, as text.
+// compareIndex orders device and instance indexes numerically ("2" before "10"; "0" before
+// "00", which is the same number spelled differently), and anything that is not a number after
+// the numbers, as text.
 func compareIndex(a, b string) int {
 	ai, aerr := strconv.Atoi(a)
 	bi, berr := strconv.Atoi(b)
 	switch {
 	case aerr == nil && berr == nil:
-		return cmp.Compare(ai, bi)
+		return cmp.Or(cmp.Compare(ai, bi), strings.Compare(a, b))
 	case aerr == nil:
 		return -1
 	case berr == nil:
