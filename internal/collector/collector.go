@@ -86,6 +86,7 @@ type Collector struct {
 
 	nodes  cache.SharedIndexInformer
 	scopes []*scopeWatch
+	dra    *draCache // nil when the cluster serves no resource.k8s.io/v1 to the collector
 	// factories are every informer factory started, for shutdown.
 	factories []informers.SharedInformerFactory
 	// transform shrinks what every informer caches; its pods share the values they repeat.
@@ -151,7 +152,8 @@ func (c *Collector) Ready() error {
 
 // Run starts the informers — nodes first (a pod's GPU sharing mode needs its node's labels),
 // experiment ConfigMaps next (they say which request the prober sends to their pods), workload
-// controllers (what the pods' owners want), then pods,
+// controllers (what the pods' owners want), DRA claims, slices and classes (what a pod's
+// claims got), then pods,
 // then events (published only about pods known to be in scope) — publishes an inventory per
 // scope once the pods are listed, then follows changes, probes pods and samples GPUs until ctx
 // ends.
@@ -176,6 +178,9 @@ func (c *Collector) Run(ctx context.Context) error {
 		return err
 	}
 	if err := c.startWorkloads(ctx); err != nil {
+		return err
+	}
+	if err := c.startDRA(ctx); err != nil {
 		return err
 	}
 	if err := c.startPods(ctx); err != nil {

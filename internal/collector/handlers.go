@@ -19,6 +19,9 @@ func (c *Collector) meta(sw *scopeWatch) kube.Meta {
 	if sw != nil {
 		m.Scope = sw.scope
 	}
+	if c.dra != nil {
+		m.DRA = c.dra
+	}
 	return m
 }
 

@@ -120,6 +120,60 @@ type PodStatus struct {
 	GPU       *GPU       `json:"gpu,omitempty"`
 	Placement *Placement `json:"placement,omitempty"`
 	Scope     *Scope     `json:"scope,omitempty"`
+
+	// SchedulingGates are the names of spec.schedulingGates still on the pod (Kueue's
+	// kueue.x-k8s.io/admission, …): while any is there no scheduler looks at the pod. Gates can
+	// only be removed, so the first snapshot without them ends the gated wait.
+	SchedulingGates []string `json:"scheduling_gates,omitempty"`
+	// Claims are the pod's Dynamic Resource Allocation claims (spec.resourceClaims with their
+	// status, and the claim the scheduler made for extended resources backed by DRA), resolved
+	// through the collector's ResourceClaim and ResourceSlice caches (docs/dra.md).
+	Claims []PodClaim `json:"claims,omitempty"`
+}
+
+// PodClaim is one ResourceClaim a pod uses and what was allocated for it.
+type PodClaim struct {
+	// Name is the claim's name in pod.spec.resourceClaims; "" for the claim the scheduler
+	// generated for extended resources (status.extendedResourceClaimStatus, KEP-5004).
+	Name string `json:"name,omitempty"`
+	// Claim is the ResourceClaim object's name (the spec's resourceClaimName, or the one made
+	// from Template); "" until it exists.
+	Claim    string `json:"claim,omitempty"`
+	Template string `json:"template,omitempty"`
+	Extended bool   `json:"extended,omitempty"`
+	// DeviceClasses are the classes the claim's requests name (the first alternative of a
+	// firstAvailable request), in order.
+	DeviceClasses []string `json:"device_classes,omitempty"`
+	// AllocatedAt is status.allocation.allocationTimestamp (to the second) and
+	// AllocationObserved when the collector first saw the claim allocated (µs); both nil until
+	// it is.
+	AllocatedAt        *time.Time `json:"allocated_at,omitempty"`
+	AllocationObserved *time.Time `json:"allocation_observed,omitempty"`
+	// ReservedFor counts the consumers the claim is reserved for: more than one pod means a
+	// shared claim.
+	ReservedFor int `json:"reserved_for,omitempty"`
+	// Sharing is the sharing strategy the claim's opaque driver config asks for
+	// (SharingTimeSlicing, SharingMPS), "" when it names none.
+	Sharing string        `json:"sharing,omitempty"`
+	Devices []ClaimDevice `json:"devices,omitempty"`
+}
+
+// ClaimDevice is one allocated device (status.allocation.devices.results[]) with what its
+// ResourceSlice says of it; the slice fields are empty when no slice in cache names the device.
+type ClaimDevice struct {
+	Request          string            `json:"request"`
+	DeviceClass      string            `json:"device_class,omitempty"`
+	Driver           string            `json:"driver"`
+	Pool             string            `json:"pool"`
+	Device           string            `json:"device"`
+	ShareID          string            `json:"share_id,omitempty"`
+	ConsumedCapacity map[string]string `json:"consumed_capacity,omitempty"`
+	Node             string            `json:"node,omitempty"`
+	Type             string            `json:"type,omitempty"` // the device's type attribute: gpu, mig, …
+	Model            string            `json:"model,omitempty"` // productName
+	UUID             string            `json:"uuid,omitempty"`
+	MIGProfile       string            `json:"mig_profile,omitempty"`
+	ParentUUID       string            `json:"parent_uuid,omitempty"`
 }
 
 // GPU says how a pod uses GPUs, derived from its requests and, once it is bound, its node's
@@ -136,6 +190,14 @@ type GPU struct {
 	Sharing    string `json:"sharing"`
 	MIGProfile string `json:"mig_profile,omitempty"` // e.g. 1g.10gb
 	Replicas   int    `json:"replicas,omitempty"`    // nvidia.com/gpu.replicas: pods per physical GPU
+
+	// Via is how the GPU was allocated: "" (the device plugin) or ViaDRA (ResourceClaims; then
+	// Resource is the DeviceClass, or the extended resource a DeviceClass maps to DRA).
+	Via string `json:"via,omitempty"`
+	// UUIDs are the allocated devices' UUIDs (DRA only: the device plugin does not say).
+	UUIDs []string `json:"uuids,omitempty"`
+	// ClaimPods is how many pods the GPU's claim is reserved for (DRA; >1: a shared claim).
+	ClaimPods int `json:"claim_pods,omitempty"`
 }
 
 // GPU sharing modes.
@@ -145,7 +207,15 @@ const (
 	SharingMPS         = "mps"
 	SharingMIG         = "mig"
 	SharingUnknown     = "unknown"
+	// SharingSharedClaim: one DRA claim reserved for several pods, with no sharing strategy in
+	// its config (the driver's default applies); SharingConsumable: a share of a device that
+	// allows multiple allocations (consumable capacity, status.allocation shareID).
+	SharingSharedClaim = "shared-claim"
+	SharingConsumable  = "consumable-share"
 )
+
+// ViaDRA marks a GPU allocated through Dynamic Resource Allocation (GPU.Via).
+const ViaDRA = "dra"
 
 // Placement summarises the rules a pod was scheduled under, compactly enough to group by.
 type Placement struct {

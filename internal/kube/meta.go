@@ -20,6 +20,8 @@ type Meta struct {
 	Observed time.Time        // when the collector saw the object (envelope observed_at)
 	Scope    events.Scope     // the collector's scope; copied into pod_status data.scope and inventory
 	Labels   events.LabelKeys // experiment label keys (experiment/arm/run)
+	// DRA resolves pods' ResourceClaims (PodEnvelope); nil where the cluster serves no DRA.
+	DRA DRA
 }
 
 // envelope builds an envelope around payload and returns it exactly as events.Decode reads it

@@ -9,8 +9,16 @@ import (
 )
 
 // PodStatus converts a pod (and its node, nil when unbound or not in cache) to a pod_status payload.
-// Deleted and Scope are left for PodEnvelope, which knows them.
+// Deleted and Scope are left for PodEnvelope, which knows them; its claims are listed by name,
+// unresolved (PodStatusDRA resolves them).
 func PodStatus(pod *corev1.Pod, node *corev1.Node) events.PodStatus {
+	return PodStatusDRA(pod, node, nil)
+}
+
+// PodStatusDRA is PodStatus with the pod's ResourceClaims resolved through dra: the devices
+// allocated to it and, when they are GPUs, the GPU it got (GPUOfClaims), which then replaces
+// what the device plugin's resources and the node's labels say.
+func PodStatusDRA(pod *corev1.Pod, node *corev1.Node, dra DRA) events.PodStatus {
 	ps := events.PodStatus{
 		Phase:             string(pod.Status.Phase),
 		NodeName:          pod.Spec.NodeName,
@@ -33,18 +41,29 @@ func PodStatus(pod *corev1.Pod, node *corev1.Node) events.PodStatus {
 		p := *pod.Spec.Priority
 		ps.Priority = &p
 	}
+	for _, g := range pod.Spec.SchedulingGates {
+		ps.SchedulingGates = append(ps.SchedulingGates, g.Name)
+	}
+	ps.Claims = PodClaims(pod, dra)
+	if g := GPUOfClaims(ps.Claims); g != nil {
+		if ps.GPU != nil && pod.Status.ExtendedResourceClaimStatus != nil {
+			g.Resource = ps.GPU.Resource // nvidia.com/gpu, served by DRA (KEP-5004)
+		}
+		ps.GPU = g
+	}
 	return ps
 }
 
 // PodEnvelope wraps PodStatus in a pod_status envelope: id "pod_status/<uid>/<resourceVersion>"
-// (+ "/deleted" for the snapshot taken at deletion), occurred_at and observed_at the snapshot time
+// (+ "/claims/<digest>" for a pod with ResourceClaims, naming their resolved state; + "/deleted"
+// for the snapshot taken at deletion), occurred_at and observed_at the snapshot time
 // m.Observed, node spec.nodeName, experiment from the pod's labels (nil when it names none).
 func PodEnvelope(pod *corev1.Pod, node *corev1.Node, deleted bool, m Meta) (*events.Envelope, error) {
-	ps := PodStatus(pod, node)
+	ps := PodStatusDRA(pod, node, m.DRA)
 	ps.Deleted = deleted
 	scope := m.Scope
 	ps.Scope = &scope
-	id := joinID(string(events.KindPodStatus), string(pod.UID), pod.ResourceVersion) + deletedSuffix(deleted)
+	id := joinID(string(events.KindPodStatus), string(pod.UID), pod.ResourceVersion) + claimsDigest(ps.Claims) + deletedSuffix(deleted)
 	ref := &events.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 	env, err := envelope(events.KindPodStatus, id, m.Observed, ref, pod.Spec.NodeName,
 		experimentRef(pod.Labels, m.Labels), &ps, m)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -40,16 +41,18 @@ func NewTransformer() *Transformer {
 // cache, in place (informers hand it freshly decoded objects). Every object loses managedFields and
 // the kubectl.kubernetes.io/last-applied-configuration annotation; pods also lose what the
 // conversions never read: volumes, ephemeral containers, image pull secrets, host aliases, DNS
-// config, the pod security context, readiness gates, topology spread constraints, overhead,
-// resource claims and scheduling gates; containers and init containers keep only name, resources
+// config, the pod security context, readiness gates, topology spread constraints and
+// overhead (scheduling gates keep their names; resource claims and their statuses stay whole,
+// they are small); containers and init containers keep only name, resources
 // and restartPolicy (which sidecar accounting needs); the status loses hostIPs and podIPs (hostIP
-// and podIP stay), its message, init, ephemeral and resource claim statuses; conditions keep
+// and podIP stay), its message, init and ephemeral container statuses; conditions keep
 // type, status, reason and lastTransitionTime, container statuses name, ready, restartCount and
 // state, each in a slice of the exact length. The strings every pod of an experiment repeats
 // (namespace, labels, node, owner, condition types, container names) are interned, and the
 // values its pods repeat whole (label set, owner, node selector, affinity, tolerations,
 // containers) are held once by t and shared by the pods (see shared). Nodes
-// lose status.images, volumesAttached and volumesInUse; Deployments, ReplicaSets and StatefulSets
+// lose status.images, volumesAttached and volumesInUse; ResourceClaims their drivers'
+// per-device status; Deployments, ReplicaSets and StatefulSets
 // their pod template (the pods themselves are watched). Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
 // (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
@@ -81,6 +84,8 @@ func (t *Transformer) Transform(obj any) (any, error) {
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.StatefulSet:
 		o.Spec.Template, o.Spec.VolumeClaimTemplates = corev1.PodTemplateSpec{}, nil
+	case *resourcev1.ResourceClaim:
+		o.Status.Devices = nil // drivers' per-device status (conditions, network data): not read
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesAttached = nil
@@ -110,8 +115,9 @@ func (t *Transformer) trimPod(pod *corev1.Pod) {
 	spec.ReadinessGates = nil
 	spec.TopologySpreadConstraints = nil
 	spec.Overhead = nil
-	spec.ResourceClaims = nil
-	spec.SchedulingGates = nil
+	spec.SchedulingGates = slim(spec.SchedulingGates, func(g corev1.PodSchedulingGate) corev1.PodSchedulingGate {
+		return corev1.PodSchedulingGate{Name: intern(g.Name)}
+	})
 	spec.NodeName = intern(spec.NodeName)
 	spec.PriorityClassName = intern(spec.PriorityClassName)
 	spec.SchedulerName = intern(spec.SchedulerName)
@@ -132,7 +138,6 @@ func (t *Transformer) trimPod(pod *corev1.Pod) {
 	st.PodIPs = nil
 	st.InitContainerStatuses = nil
 	st.EphemeralContainerStatuses = nil
-	st.ResourceClaimStatuses = nil
 	st.HostIP = intern(st.HostIP)
 	st.Message = ""
 	st.Conditions = slim(st.Conditions, func(c corev1.PodCondition) corev1.PodCondition {

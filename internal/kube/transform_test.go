@@ -56,9 +56,13 @@ func TestTransformKeepsConversions(t *testing.T) {
 	for _, ev := range readWatch[*corev1.Pod](t, "pods.watch.jsonl") {
 		pods = append(pods, ev.Object)
 	}
+	dra := loadDRA(t)
+	for _, pod := range readYAMLDocs[corev1.Pod](t, "dra/pods.yaml") {
+		pods = append(pods, &pod)
+	}
 	for _, pod := range pods {
 		slim := transformed(t, tr, pod.DeepCopy())
-		if diff := cmp.Diff(kube.PodStatus(pod, nodeOf(pod, before)), kube.PodStatus(slim, nodeOf(slim, after))); diff != "" {
+		if diff := cmp.Diff(kube.PodStatusDRA(pod, nodeOf(pod, before), dra), kube.PodStatusDRA(slim, nodeOf(slim, after), dra)); diff != "" {
 			t.Errorf("pod %s rv %s: PodStatus changed by Transform (-before +after):\n%s", pod.Name, pod.ResourceVersion, diff)
 		}
 		envBefore, err := kube.PodEnvelope(pod, nodeOf(pod, before), false, meta)
