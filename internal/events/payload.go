@@ -169,7 +169,7 @@ type ClaimDevice struct {
 	ShareID          string            `json:"share_id,omitempty"`
 	ConsumedCapacity map[string]string `json:"consumed_capacity,omitempty"`
 	Node             string            `json:"node,omitempty"`
-	Type             string            `json:"type,omitempty"` // the device's type attribute: gpu, mig, …
+	Type             string            `json:"type,omitempty"`  // the device's type attribute: gpu, mig, …
 	Model            string            `json:"model,omitempty"` // productName
 	UUID             string            `json:"uuid,omitempty"`
 	MIGProfile       string            `json:"mig_profile,omitempty"`
