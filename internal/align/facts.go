@@ -82,6 +82,17 @@ type Facts struct {
 	ReadyObserved      time.Time // earliest observation of Ready=True, µs
 	FirstSuccess       time.Time // earliest ok request served by the pod
 
+	// GatedSeen is the latest observation of the pod still held by a scheduling gate and
+	// UngatedObserved the earliest observation of it without one (gates can only be removed, so
+	// every gated snapshot comes before every ungated one).
+	GatedSeen       time.Time
+	UngatedObserved time.Time
+	// ClaimsAllocated is when every DRA claim of the pod was allocated, by the claims'
+	// allocationTimestamp (to the second), and ClaimsAllocatedObserved by the collector's first
+	// observation of each allocation (µs).
+	ClaimsAllocated         time.Time
+	ClaimsAllocatedObserved time.Time
+
 	EndedAt     time.Time
 	EndRank     int    // index into EndReasons; the highest seen wins
 	PreemptedBy string // preemptor UID from the Preempted note
@@ -113,7 +124,9 @@ type SeriesKey struct {
 }
 
 var (
-	scheduledNote = regexp.MustCompile(`^Successfully assigned \S+ to (\S+)$`)
+	// kube-scheduler and Volcano: "Successfully assigned ns/name to node"; KAI-Scheduler:
+	// "Successfully assigned pod ns/name to node N at node-pool P".
+	scheduledNote = regexp.MustCompile(`^Successfully assigned (?:pod )?\S+ to (?:node )?(\S+)(?: at node-pool \S+)?$`)
 	preemptedNote = regexp.MustCompile(`^Preempted by pod ([0-9a-fA-F-]{36}) on node (\S+)`)
 )
 
@@ -160,13 +173,17 @@ func FactsOf(env *events.Envelope, keys events.LabelKeys) (Facts, bool) {
 
 func (f *Facts) addK8sEvent(env *events.Envelope, e *events.K8sEvent) {
 	at := env.OccurredAt
+	key := e.EventUID
+	if key == "" {
+		key = env.ID
+	}
 	switch e.Reason {
-	case events.ReasonFailedScheduling:
+	case events.ReasonFailedScheduling, events.ReasonUnschedulable:
+		// KAI-Scheduler says Unschedulable where kube-scheduler and Volcano say
+		// FailedScheduling: the same fact, counted under one name.
 		f.FirstUnschedulable = at
-		key := e.EventUID
-		if key == "" {
-			key = env.ID
-		}
+		f.Series = map[SeriesKey]int{{Reason: events.ReasonFailedScheduling, Key: key}: max(e.Count, 1)}
+	case events.ReasonFailedPrepareDynamicResources:
 		f.Series = map[SeriesKey]int{{Reason: e.Reason, Key: key}: max(e.Count, 1)}
 	case events.ReasonScheduled:
 		f.ScheduledEvent = at
@@ -199,6 +216,12 @@ func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 		f.CreatedObserved = at
 	}
 	f.StatusNode = p.NodeName
+	if len(p.SchedulingGates) > 0 {
+		f.GatedSeen = at
+	} else {
+		f.UngatedObserved = at
+	}
+	f.ClaimsAllocated, f.ClaimsAllocatedObserved = claimsAllocated(p.Claims, at)
 	if c := p.Condition("PodScheduled"); c != nil && c.Status == "True" && c.LastTransitionTime != nil {
 		f.ScheduledCond = us(*c.LastTransitionTime)
 		f.ScheduledObserved = at
@@ -228,7 +251,7 @@ func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 		switch c.Reason {
 		case "PreemptionByScheduler":
 			f.EndRank = endRank(EndPreempted)
-		case "EvictionByEvictionAPI", "DeletionByTaintManager", "TerminationByKubelet":
+		case "EvictionByEvictionAPI", "DeletionByTaintManager", "DeletionByDeviceTaintManager", "TerminationByKubelet":
 			f.EndRank = endRank(EndEvicted)
 		}
 	}
@@ -241,6 +264,35 @@ func (f *Facts) addPodStatus(env *events.Envelope, p *events.PodStatus) {
 	if p.Deleted {
 		f.EndedAt, f.EndRank = at, max(f.EndRank, endRank(EndDeleted))
 	}
+}
+
+// claimsAllocated is when the last of a snapshot's claims was allocated, by the claims' own
+// timestamps and by the collector's observations (the snapshot's, for a claim whose
+// observation it does not carry); zero while any claim is not.
+func claimsAllocated(claims []events.PodClaim, at time.Time) (cond, observed time.Time) {
+	if len(claims) == 0 {
+		return time.Time{}, time.Time{}
+	}
+	stamped := true // every claim carries allocationTimestamp (a feature-gated field)
+	for _, c := range claims {
+		if len(c.Devices) == 0 && c.AllocatedAt == nil && c.AllocationObserved == nil {
+			return time.Time{}, time.Time{}
+		}
+		if c.AllocatedAt == nil {
+			stamped = false
+		} else {
+			cond = maxTime(cond, us(*c.AllocatedAt))
+		}
+		o := at
+		if c.AllocationObserved != nil {
+			o = us(*c.AllocationObserved)
+		}
+		observed = maxTime(observed, o)
+	}
+	if !stamped {
+		cond = time.Time{}
+	}
+	return cond, observed
 }
 
 // Merge folds o into f. It is commutative and associative, so facts can be merged in any order
@@ -277,6 +329,10 @@ func (f *Facts) Merge(o Facts) {
 	f.ReadyCond = minTime(f.ReadyCond, o.ReadyCond)
 	f.ReadyObserved = minTime(f.ReadyObserved, o.ReadyObserved)
 	f.FirstSuccess = minTime(f.FirstSuccess, o.FirstSuccess)
+	f.GatedSeen = maxTime(f.GatedSeen, o.GatedSeen)
+	f.UngatedObserved = minTime(f.UngatedObserved, o.UngatedObserved)
+	f.ClaimsAllocated = minTime(f.ClaimsAllocated, o.ClaimsAllocated)
+	f.ClaimsAllocatedObserved = minTime(f.ClaimsAllocatedObserved, o.ClaimsAllocatedObserved)
 	f.EndedAt = minTime(f.EndedAt, o.EndedAt)
 	f.EndRank = max(f.EndRank, o.EndRank)
 	f.PreemptedBy = minString(f.PreemptedBy, o.PreemptedBy)

@@ -81,10 +81,7 @@ func (f *Facts) addGPUSample(s *events.GPUSample) {
 	if !ok {
 		return
 	}
-	period := s.PeriodS
-	if period <= 0 {
-		period = 1
-	}
+	period := s.PodSeconds()
 	bucket := int32(math.Round(min(max(u, 0), 100)))
 	f.GPUUtil = map[int32]float64{bucket: period}
 	if fb, ok := s.Metrics["DCGM_FI_DEV_FB_USED"]; ok {

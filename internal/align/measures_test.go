@@ -1,14 +1,17 @@
 package align_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
 )
 
 // Latency quantiles read from the histogram are within the stated relative error of the exact
@@ -82,5 +85,34 @@ func TestSummarizeGPU(t *testing.T) {
 	}
 	if align.SummarizeGPU(nil, 0, 0, 5) != nil {
 		t.Error("no samples: want nil")
+	}
+}
+
+// A device dcgm-exporter reports for several pods (a time-sliced GPU, a shared DRA claim) is
+// divided among them: the pods' GPU seconds add up to the device's, never more.
+func TestSharedDeviceNotCountedTwice(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	var envs []*events.Envelope
+	uids := []string{"7f1c0000-0000-4000-8000-000000000001", "7f1c0000-0000-4000-8000-000000000002"}
+	for i := range 4 { // 4 scrapes, 30 s apart, each naming both pods
+		for j, uid := range uids {
+			envs = append(envs, &events.Envelope{ID: fmt.Sprintf("gpu_sample/n/GPU-1/%d/%d", i, j), Kind: events.KindGPUSample,
+				OccurredAt: at.Add(time.Duration(i) * 30 * time.Second), Pod: &events.PodRef{Namespace: "ns", Name: fmt.Sprint("p", j), UID: uid},
+				Payload: &events.GPUSample{GPU: "0", UUID: "GPU-1", PeriodS: 30, SharedBy: 2, Metrics: map[string]float64{"DCGM_FI_DEV_GPU_UTIL": 60}}})
+		}
+	}
+	total := 0.0
+	for _, uid := range uids {
+		tl, ok := align.Build(uid, envs, events.DefaultLabelKeys)
+		if !ok || tl.GPU == nil {
+			t.Fatalf("%s: no GPU summary", uid)
+		}
+		if tl.GPU.UtilMean != 60 {
+			t.Errorf("%s: util mean %v, want the device's 60", uid, tl.GPU.UtilMean)
+		}
+		total += tl.GPU.Seconds
+	}
+	if total != 120 {
+		t.Errorf("the pods' GPU seconds add up to %v, want the device's 120", total)
 	}
 }

@@ -62,18 +62,27 @@ func NewExperimentInfo(e events.ExperimentRef) ExperimentInfo {
 
 // Milestones of a pod's life, in order.
 type Milestones struct {
-	Created            *time.Time `json:"created"`
+	Created *time.Time `json:"created"`
+	// Gated is when the pod's last scheduling gate was removed (nil for a pod never seen gated):
+	// until then no scheduler looked at it.
+	Gated              *time.Time `json:"gated"`
 	FirstUnschedulable *time.Time `json:"first_unschedulable"`
-	Scheduled          *time.Time `json:"scheduled"`
-	Running            *time.Time `json:"running"`
-	Ready              *time.Time `json:"ready"`
-	FirstSuccess       *time.Time `json:"first_success"`
-	Ended              *time.Time `json:"ended"`
+	// ClaimAllocated is when the last of the pod's DRA claims was allocated (nil without claims).
+	ClaimAllocated *time.Time `json:"claim_allocated"`
+	Scheduled      *time.Time `json:"scheduled"`
+	Running        *time.Time `json:"running"`
+	Ready          *time.Time `json:"ready"`
+	FirstSuccess   *time.Time `json:"first_success"`
+	Ended          *time.Time `json:"ended"`
 }
 
 // Durations between milestones, in seconds.
 type Durations struct {
-	Pending             *float64 `json:"pending"`
+	Pending *float64 `json:"pending"`
+	// Gated and SchedulableWait split Pending: created → gates removed, then → scheduled (the
+	// whole of Pending for a pod never gated).
+	Gated               *float64 `json:"gated"`
+	SchedulableWait     *float64 `json:"schedulable_wait"`
 	Start               *float64 `json:"start"`
 	ModelLoad           *float64 `json:"model_load"`
 	ReadyToFirstSuccess *float64 `json:"ready_to_first_success"`
@@ -90,6 +99,9 @@ type Counts struct {
 	// sent while the pod was not Ready.
 	PreReadyRequests int `json:"pre_ready_requests"`
 	PreReadyErrors   int `json:"pre_ready_errors"`
+	// FailedPrepare counts the kubelet's FailedPrepareDynamicResources events: claims it could
+	// not prepare after the pod was scheduled.
+	FailedPrepare int `json:"failed_prepare"`
 }
 
 // Event is one entry of a timeline's event list.
@@ -188,6 +200,7 @@ func Derive(f Facts) Summary {
 			RequestErrors:    f.RequestErrors,
 			PreReadyRequests: f.PreReadyRequests,
 			PreReadyErrors:   f.PreReadyErrors,
+			FailedPrepare:    f.Occurrences(events.ReasonFailedPrepareDynamicResources),
 		},
 	}
 	// The scheduler's events about the pod are observations of it too.
@@ -196,6 +209,16 @@ func Derive(f Facts) Summary {
 	if scheduled.IsZero() {
 		scheduled = clampUp(seenLive(f.ScheduledCond, f.ScheduledObserved), maxTime(created, f.FirstUnschedulable))
 	}
+	// The first snapshot without gates, seen live, is when they went; never before creation
+	// nor after the binding.
+	var gated time.Time
+	if !f.GatedSeen.IsZero() && f.UngatedObserved.After(f.GatedSeen) {
+		gated = maxTime(f.UngatedObserved, created)
+		if !scheduled.IsZero() && scheduled.Before(gated) {
+			gated = scheduled
+		}
+	}
+	claimAllocated := coarseOrObserved(f.ClaimsAllocated, f.ClaimsAllocatedObserved, maxTime(created, gated))
 	running := coarseOrObserved(f.RunningStarted, f.RunningObserved, maxTime(created, scheduled))
 	ready := coarseOrObserved(f.ReadyCond, f.ReadyObserved, maxTime(maxTime(created, scheduled), running))
 
@@ -207,7 +230,9 @@ func Derive(f Facts) Summary {
 
 	m := &tl.Milestones
 	m.Created = timePtr(created)
+	m.Gated = timePtr(gated)
 	m.FirstUnschedulable = timePtr(f.FirstUnschedulable)
+	m.ClaimAllocated = timePtr(claimAllocated)
 	m.Scheduled = timePtr(scheduled)
 	m.Running = timePtr(running)
 	m.Ready = timePtr(ready)
@@ -283,8 +308,14 @@ func clampUp(t, prev time.Time) time.Time {
 
 // DurationsOf computes the durations between milestones.
 func DurationsOf(m Milestones) Durations {
+	schedulable := m.Created
+	if m.Gated != nil && (schedulable == nil || m.Gated.After(*schedulable)) {
+		schedulable = m.Gated
+	}
 	return Durations{
 		Pending:             seconds(m.Created, m.Scheduled),
+		Gated:               seconds(m.Created, m.Gated),
+		SchedulableWait:     seconds(schedulable, m.Scheduled),
 		Start:               seconds(m.Scheduled, m.Running),
 		ModelLoad:           seconds(m.Running, m.Ready),
 		ReadyToFirstSuccess: seconds(m.Ready, m.FirstSuccess),

@@ -96,6 +96,10 @@ func envelope(s Sample, cluster, source, fallbackNode string, at, observed time.
 		Model:      s.Model,
 		MIGProfile: s.MIGProfile,
 		Metrics:    maps.Clone(s.Metrics),
+		DRA:        s.DRA,
+	}
+	if s.SharedBy > 1 {
+		payload.SharedBy = s.SharedBy
 	}
 	if period > 0 {
 		payload.PeriodS = period.Seconds()

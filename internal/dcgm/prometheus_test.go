@@ -43,7 +43,7 @@ func TestQueryPrometheus(t *testing.T) {
 	// The T4 was scraped through a ServiceMonitor: its pod labels name the exporter's pod and
 	// exported_* the pod using the GPU. The L40S, idle, was scraped by a static job.
 	want := []summary{
-		with(t4, func(s *summary) { s.Pod, s.Container = "day20/chat-7d9f8b6c5-4xkqp", "server" }),
+		with(t4, func(s *summary) { s.Pod, s.Container, s.SharedBy = "day20/chat-7d9f8b6c5-4xkqp", "server", 1 }),
 		l40s,
 	}
 	if diff := cmp.Diff(want, summarize(samples)); diff != "" {

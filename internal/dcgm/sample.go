@@ -32,6 +32,12 @@ type Sample struct {
 	Pod       *events.PodRef
 	Container string
 	Metrics   map[string]float64 // DCGM field name (the metric name) → value
+	// SharedBy is how many samples of this scrape name a pod on the same device (GPU, or MIG
+	// instance): dcgm-exporter copies a shared device's series once per consuming pod. 0 for
+	// an idle device.
+	SharedBy int
+	// DRA is what the exporter's DRA labels say (KUBERNETES_ENABLE_DRA), nil without them.
+	DRA *events.DRADevice
 }
 
 // Label names dcgm-exporter writes, and the older or relabelled spellings of each. The first
@@ -52,10 +58,34 @@ const (
 	modelLabel      = "modelName"
 	migProfileLabel = "GPU_I_PROFILE"
 	migIDLabel      = "GPU_I_ID"
+
+	// dcgm-exporter's DRA labels (internal/pkg/transformation/const.go), on the copy of a
+	// device's series made for each pod that consumes it through a ResourceClaim.
+	draClaimNameLabel      = "dra_claim_name"
+	draClaimNamespaceLabel = "dra_claim_namespace"
+	draDriverLabel         = "dra_driver_name"
+	draPoolLabel           = "dra_pool_name"
+	draDeviceLabel         = "dra_device_name"
+	draMIGProfileLabel     = "dra_mig_profile"
+	draMIGUUIDLabel        = "dra_mig_device_uuid"
 )
 
+// draOf reads a series' DRA labels; nil when it carries none.
+func draOf(labels map[string]string) *events.DRADevice {
+	d := events.DRADevice{
+		ClaimNamespace: labels[draClaimNamespaceLabel], ClaimName: labels[draClaimNameLabel], Driver: labels[draDriverLabel],
+		Pool: labels[draPoolLabel], Device: labels[draDeviceLabel], MIGProfile: labels[draMIGProfileLabel], MIGDeviceUUID: labels[draMIGUUIDLabel],
+	}
+	if d == (events.DRADevice{}) {
+		return nil
+	}
+	return &d
+}
+
 // Parse reads one dcgm-exporter scrape in the Prometheus text format and groups its series into
-// Samples by (host, gpu, UUID, GPU_I_ID, pod, namespace, container). Series that carry neither a
+// Samples by (host, gpu, UUID, GPU_I_ID, pod, namespace, container), each with how many pods
+// the scrape names on its device (SharedBy) and the exporter's DRA labels (DRA, the first
+// series' that has them). Series that carry neither a
 // gpu nor a UUID label (NVSwitch, CPU or exporter series) are ignored, as are values that are
 // not finite (JSON cannot carry them). Samples are sorted by node, GPU index, UUID, MIG
 // instance, namespace, pod and container.
@@ -160,18 +190,36 @@ func group(all []series) []Sample {
 			}
 			byKey[k] = smp
 		}
+		if smp.DRA == nil {
+			smp.DRA = draOf(s.labels)
+		}
 		if smp.Model == "" {
 			smp.Model = s.labels[modelLabel]
 		}
 		if smp.MIGProfile == "" {
-			smp.MIGProfile = s.labels[migProfileLabel]
+			smp.MIGProfile = cmp.Or(s.labels[migProfileLabel], s.labels[draMIGProfileLabel])
 		}
 		if _, dup := smp.Metrics[s.name]; !dup {
 			smp.Metrics[s.name] = s.value
 		}
 	}
+	// The pods (not containers: a pod's containers share its attribution) on each device.
+	type device struct{ node, gpu, uuid, migID string }
+	consumers := map[device]map[[2]string]bool{}
+	for k := range byKey {
+		if k.pod != "" {
+			d := device{k.node, k.gpu, k.uuid, k.migID}
+			if consumers[d] == nil {
+				consumers[d] = map[[2]string]bool{}
+			}
+			consumers[d][[2]string{k.namespace, k.pod}] = true
+		}
+	}
 	out := make([]Sample, 0, len(byKey))
-	for _, smp := range byKey {
+	for k, smp := range byKey {
+		if k.pod != "" {
+			smp.SharedBy = len(consumers[device{k.node, k.gpu, k.uuid, k.migID}])
+		}
 		out = append(out, *smp)
 	}
 	slices.SortFunc(out, compareSamples)

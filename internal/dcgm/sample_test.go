@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/dcgm"
+	"github.com/schedlens/schedlens/internal/events"
 )
 
 // UUIDs and hosts of the recorded fixtures (testdata/recorded).
@@ -28,6 +29,8 @@ type summary struct {
 	Container              string
 	Metrics                int                // how many fields
 	Values                 map[string]float64 // the fields of `picked` the sample has
+	SharedBy               int
+	DRA                    *events.DRADevice
 }
 
 // picked are the fields whose exact values the tests check.
@@ -44,7 +47,7 @@ func summarize(samples []dcgm.Sample) []summary {
 		sum := summary{
 			Node: s.Node, GPU: s.GPU, UUID: s.UUID, Model: s.Model,
 			MIGProfile: s.MIGProfile, MIGID: s.MIGID, Container: s.Container,
-			Metrics: len(s.Metrics), Values: map[string]float64{},
+			Metrics: len(s.Metrics), Values: map[string]float64{}, SharedBy: s.SharedBy, DRA: s.DRA,
 		}
 		if s.Pod != nil {
 			sum.Pod = s.Pod.Namespace + "/" + s.Pod.Name
@@ -100,6 +103,9 @@ func clone(m map[string]float64) map[string]float64 {
 	return out
 }
 
+// sharedClaim is what the exporter's DRA labels say in l40s-dra-shared-claim.prom.
+var sharedClaim = &events.DRADevice{ClaimNamespace: "day20", ClaimName: "shared-l40s", Driver: "gpu.nvidia.com", Pool: "gpu1-wl8sg", Device: "gpu-0"}
+
 func TestParse(t *testing.T) {
 	// MIG instances: no DCGM_FI_DEV_*_UTIL fields (23 - 4), the graphics engine of instance 1 busy.
 	migValues := clone(l40sValues)
@@ -112,15 +118,27 @@ func TestParse(t *testing.T) {
 	}{
 		{"recorded/l40s-idle-node.prom", []summary{l40s}},
 		{"recorded/t4-busy-no-help.prom", []summary{t4}},
+		// One device, three pods: each gets a third of its time (SharedBy).
 		{"derived/l40s-time-sliced.prom", []summary{
-			with(l40s, func(s *summary) { s.Pod, s.Container = "day20/chat-7d9f8b6c5-4xkqp", "server" }),
-			with(l40s, func(s *summary) { s.Pod, s.Container = "day20/chat-7d9f8b6c5-9vbn2", "server" }),
-			with(l40s, func(s *summary) { s.Pod, s.Container = "day20/embed-5c6d7f8b9-tq2lm", "embedder" }),
+			with(l40s, func(s *summary) { s.Pod, s.Container, s.SharedBy = "day20/chat-7d9f8b6c5-4xkqp", "server", 3 }),
+			with(l40s, func(s *summary) { s.Pod, s.Container, s.SharedBy = "day20/chat-7d9f8b6c5-9vbn2", "server", 3 }),
+			with(l40s, func(s *summary) { s.Pod, s.Container, s.SharedBy = "day20/embed-5c6d7f8b9-tq2lm", "embedder", 3 }),
+		}},
+		{"derived/l40s-dra-shared-claim.prom", []summary{
+			with(l40s, func(s *summary) {
+				s.Pod, s.Container, s.SharedBy, s.DRA = "day20/chat-7d9f8b6c5-4xkqp", "server", 3, sharedClaim
+			}),
+			with(l40s, func(s *summary) {
+				s.Pod, s.Container, s.SharedBy, s.DRA = "day20/chat-7d9f8b6c5-9vbn2", "server", 3, sharedClaim
+			}),
+			with(l40s, func(s *summary) {
+				s.Pod, s.Container, s.SharedBy, s.DRA = "day20/embed-5c6d7f8b9-tq2lm", "embedder", 3, sharedClaim
+			}),
 		}},
 		{"derived/a100-mig.prom", []summary{
 			with(mig, func(s *summary) {
 				s.MIGProfile, s.MIGID = "4g.20gb", "1"
-				s.Pod, s.Container = "day20/chat-mig-6b7c8d9f4-k8s7d", "server"
+				s.Pod, s.Container, s.SharedBy = "day20/chat-mig-6b7c8d9f4-k8s7d", "server", 1
 				s.Values["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] = 0.73125
 			}),
 			with(mig, func(s *summary) { s.MIGProfile, s.MIGID = "3g.20gb", "2" }),
@@ -128,7 +146,7 @@ func TestParse(t *testing.T) {
 		{"derived/l40s-hostname-lowercase.prom", []summary{l40s}},
 		{"derived/t4-empty-pod-labels.prom", []summary{t4}},
 		{"derived/t4-old-pod-labels.prom", []summary{
-			with(t4, func(s *summary) { s.Pod, s.Container = "day20/chat-7d9f8b6c5-4xkqp", "server" }),
+			with(t4, func(s *summary) { s.Pod, s.Container, s.SharedBy = "day20/chat-7d9f8b6c5-4xkqp", "server", 1 }),
 		}},
 	}
 	for _, tt := range tests {

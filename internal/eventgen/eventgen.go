@@ -45,6 +45,12 @@ type Config struct {
 	// IDPrefix is put before every envelope id: streams generated with different prefixes
 	// share no id (the bench publishes several to one JetStream).
 	IDPrefix string
+	// DRA makes the arms wait where Kubernetes 1.37 clusters wait: the "affinity" arm's pods
+	// are held by a Kueue admission gate first, the "priority" arm is scheduled by
+	// KAI-Scheduler (Unschedulable events, its Scheduled note), and the "sharing" arm gets its
+	// GPU through one DRA claim per pod (time-slicing config, allocated when scheduled; the
+	// first pod of each run fails to prepare once). Off, the stream is the same as ever.
+	DRA bool
 }
 
 // Default is the day20 experiment in miniature: four arms, three runs, a few pods each.
@@ -177,6 +183,8 @@ type podState struct {
 	created  time.Time
 	node     string
 	ip       string
+	gates    []string          // scheduling gates still on the pod (Config.DRA)
+	claims   []events.PodClaim // its DRA claims as the collector resolves them (Config.DRA)
 }
 
 func (g *gen) emit(kind events.Kind, id string, at time.Time, pod *events.PodRef, node string, payload any) {
@@ -209,6 +217,7 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 		Owner:             &events.Owner{Kind: "ReplicaSet", Name: p.labels["app"]},
 		ResourceVersion:   strconv.Itoa(g.rv),
 	}
+	s.SchedulingGates, s.Claims = p.gates, p.claims
 	if mutate != nil {
 		mutate(s)
 	}
@@ -216,7 +225,9 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 		s.Scope = g.cfg.Scope
 	}
 	s.GPU = &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Sharing: events.SharingUnknown}
-	if p.node != "" {
+	if gpu := kube.GPUOfClaims(s.Claims); gpu != nil {
+		s.GPU = gpu
+	} else if p.node != "" {
 		s.GPU.Model, s.GPU.Sharing, s.GPU.Replicas = "NVIDIA-H100-80GB-HBM3", events.SharingExclusive, 1
 		if p.labels[events.LabelArm] == "sharing" {
 			s.GPU.Model, s.GPU.Sharing, s.GPU.Replicas = "NVIDIA-A100-SXM4-80GB", events.SharingTimeSlicing, 4
@@ -235,8 +246,15 @@ func (g *gen) snapshot(p *podState, at time.Time, phase string, mutate func(*eve
 }
 
 func (g *gen) k8sEvent(p *podState, at time.Time, reason, typ, action, note, eventUID string, count int) {
+	controller := "default-scheduler"
+	switch reason {
+	case events.ReasonUnschedulable:
+		controller = "kai-scheduler"
+	case events.ReasonFailedPrepareDynamicResources:
+		controller = "kubelet"
+	}
 	e := &events.K8sEvent{
-		Reason: reason, Type: typ, Note: note, ReportingController: "default-scheduler", Action: action,
+		Reason: reason, Type: typ, Note: note, ReportingController: controller, Action: action,
 		EventUID: eventUID, Count: count,
 	}
 	if reason == events.ReasonFailedScheduling {
@@ -289,16 +307,43 @@ func (g *gen) newPod(arm, run string, i int, at time.Time) *podState {
 // pod generates one experiment pod's whole life.
 func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	p := g.newPod(arm, run, i, t0)
-	g.snapshot(p, t0.Add(g.ms(2, 20)), events.PhasePending, nil)
+	kai := g.cfg.DRA && arm == "priority"
+	claim := fmt.Sprintf("%s-gpu", p.ref.Name)
+	if g.cfg.DRA && arm == "affinity" {
+		p.gates = []string{"kueue.x-k8s.io/admission"}
+	}
+	if g.cfg.DRA && arm == "sharing" {
+		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, Template: "shared-gpu", DeviceClasses: []string{kube.DriverNVIDIAGPU}}}
+	}
+	g.snapshot(p, t0.Add(g.ms(2, 20)), events.PhasePending, func(s *events.PodStatus) {
+		if len(p.gates) > 0 {
+			s.Conditions = []events.Condition{{Type: "PodScheduled", Status: "False", Reason: "SchedulingGated", LastTransitionTime: sec(t0)}}
+		}
+	})
 	t := t0.Add(g.ms(5, 60))
+	if len(p.gates) > 0 {
+		// Kueue admits the workload: it writes the flavor's node selector into the pod (still
+		// gated), then the gate goes and the scheduler sees the pod.
+		t = t.Add(g.ms(800, 2500))
+		g.snapshot(p, t, events.PhasePending, nil)
+		t = t.Add(g.ms(5, 30))
+		p.gates = nil
+		g.snapshot(p, t, events.PhasePending, nil)
+		t = t.Add(g.ms(2, 10))
+	}
 
 	// Some pods wait: a FailedScheduling series whose count rises with each retry.
 	if g.rng.IntN(3) == 0 || arm == "priority" {
 		evUID := g.uid()
 		retries := 1 + g.rng.IntN(3)
 		note := "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match Pod's node affinity/selector. preemption: 0/6 nodes are available: 1 No preemption victims found for incoming pod, 5 Preemption is not helpful for scheduling."
+		reason := events.ReasonFailedScheduling
+		if kai {
+			reason = events.ReasonUnschedulable
+			note = "no nodes with enough resources were found: 1 node(s) didn't have enough resources: GPUs. \n5 node(s) didn't match Pod's node affinity/selector."
+		}
 		for c := 1; c <= retries; c++ {
-			g.k8sEvent(p, t, events.ReasonFailedScheduling, "Warning", "Scheduling", note, evUID, c)
+			g.k8sEvent(p, t, reason, "Warning", "Scheduling", note, evUID, c)
 			if c == 1 {
 				g.snapshot(p, t.Add(g.ms(1, 5)), events.PhasePending, func(s *events.PodStatus) {
 					s.Conditions = []events.Condition{{Type: "PodScheduled", Status: "False", Reason: "Unschedulable", LastTransitionTime: sec(t)}}
@@ -315,11 +360,27 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	g.node++
 	p.node = fmt.Sprintf("gpu-node-%d", 1+g.node%6)
 	scheduled := t
-	g.k8sEvent(p, scheduled, events.ReasonScheduled, "Normal", "Binding",
-		fmt.Sprintf("Successfully assigned %s/%s to %s", p.ref.Namespace, p.ref.Name, p.node), g.uid(), 0)
+	if p.claims != nil {
+		// The scheduler allocates the claim just before it binds the pod: one GPU of the node,
+		// time-sliced, reserved for this pod.
+		allocated, observed := sec(scheduled.Add(-3*time.Millisecond)), scheduled.Add(-time.Millisecond).Truncate(time.Microsecond)
+		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, Template: "shared-gpu", DeviceClasses: []string{kube.DriverNVIDIAGPU},
+			AllocatedAt: allocated, AllocationObserved: &observed, ReservedFor: 1, Sharing: events.SharingTimeSlicing,
+			Devices: []events.ClaimDevice{{Request: "gpu", DeviceClass: kube.DriverNVIDIAGPU, Driver: kube.DriverNVIDIAGPU, Pool: p.node, Device: "gpu-0",
+				Node: p.node, Type: "gpu", Model: "NVIDIA H200", UUID: fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g.node, g.node)}}}}
+	}
+	note := fmt.Sprintf("Successfully assigned %s/%s to %s", p.ref.Namespace, p.ref.Name, p.node)
+	if kai {
+		note = fmt.Sprintf("Successfully assigned pod %s/%s to node %s at node-pool default", p.ref.Namespace, p.ref.Name, p.node)
+	}
+	g.k8sEvent(p, scheduled, events.ReasonScheduled, "Normal", "Binding", note, g.uid(), 0)
 	g.snapshot(p, scheduled.Add(g.ms(2, 15)), events.PhasePending, func(s *events.PodStatus) {
 		s.Conditions = []events.Condition{cond("PodScheduled", "True", scheduled)}
 	})
+	if p.claims != nil && i == 1 {
+		g.k8sEvent(p, scheduled.Add(g.ms(100, 400)), events.ReasonFailedPrepareDynamicResources, "Warning", "",
+			fmt.Sprintf("Failed to prepare dynamic resources: NodePrepareResources failed for claim %s/%s: device busy", p.ref.Namespace, claim), g.uid(), 0)
+	}
 
 	// Image pull, then Running; the model loads before Ready (sharing loads slower).
 	running := scheduled.Add(g.ms(800, 3000))

@@ -62,6 +62,11 @@ const (
 	ReasonFailedScheduling = "FailedScheduling"
 	ReasonPreempted        = "Preempted"
 	ReasonEvicted          = "Evicted"
+	// ReasonUnschedulable is KAI-Scheduler's FailedScheduling.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonFailedPrepareDynamicResources: the kubelet could not prepare a pod's DRA claims
+	// (after the pod was scheduled, before its sandbox).
+	ReasonFailedPrepareDynamicResources = "FailedPrepareDynamicResources"
 )
 
 // Condition is one pod condition. Kubernetes keeps LastTransitionTime to the second.
@@ -304,6 +309,40 @@ type GPUSample struct {
 	// PeriodS is the scrape interval the sample stands for, in seconds (a schedlens addition:
 	// GPU time is summed from it); 0 when unknown, then counted as one second.
 	PeriodS float64 `json:"period_s,omitempty"`
+	// SharedBy is how many pods the scrape named for this device (dcgm-exporter copies a
+	// shared GPU's series once per consuming pod, device plugin and DRA alike): each is
+	// attributed 1/SharedBy of the period, so GPU time summed over pods is the device's, never
+	// counted twice. 0 or 1: not shared.
+	SharedBy int `json:"shared_by,omitempty"`
+	// DRA is the claim and device the exporter's DRA labels name (KUBERNETES_ENABLE_DRA); nil
+	// without them.
+	DRA *DRADevice `json:"dra,omitempty"`
+}
+
+// DRADevice is what dcgm-exporter's DRA labels say of a series: the claim that holds the
+// device and the device in its driver's pool (dra_claim_namespace, dra_claim_name,
+// dra_driver_name, dra_pool_name, dra_device_name, dra_mig_profile, dra_mig_device_uuid).
+type DRADevice struct {
+	ClaimNamespace string `json:"claim_namespace,omitempty"`
+	ClaimName      string `json:"claim_name,omitempty"`
+	Driver         string `json:"driver,omitempty"`
+	Pool           string `json:"pool,omitempty"`
+	Device         string `json:"device,omitempty"`
+	MIGProfile     string `json:"mig_profile,omitempty"`
+	MIGDeviceUUID  string `json:"mig_device_uuid,omitempty"`
+}
+
+// PodSeconds is the GPU time the sample attributes to its pod: its period (1 s when unknown)
+// divided among the pods sharing the device.
+func (s *GPUSample) PodSeconds() float64 {
+	period := s.PeriodS
+	if period <= 0 {
+		period = 1
+	}
+	if s.SharedBy > 1 {
+		period /= float64(s.SharedBy)
+	}
+	return period
 }
 
 // Request is the result of one request to an inference pod (request). The envelope's

@@ -13,7 +13,8 @@ import (
 
 var (
 	// The scheduler's Scheduled note: "Successfully assigned ai-lab/day20-control-1 to gpu-node-1".
-	scheduledRE = regexp.MustCompile(`^Successfully assigned \S+/\S+ to (\S+)$`)
+	// KAI-Scheduler writes "Successfully assigned pod ai-lab/p to node gpu-node-1 at node-pool default".
+	scheduledRE = regexp.MustCompile(`^Successfully assigned (?:pod )?\S+/\S+ to (?:node )?(\S+)(?: at node-pool \S+)?$`)
 	// The scheduler's Preempted note on the victim: "Preempted by pod <uid> on node gpu-node-3".
 	preemptedRE = regexp.MustCompile(`^Preempted by pod \S+ on node (\S+)$`)
 )
@@ -64,8 +65,11 @@ func EventEnvelope(ev *eventsv1.Event, m Meta) (env *events.Envelope, ok bool, e
 	if r := ev.Related; r != nil && r.Kind == "Pod" && r.Name != "" {
 		data.Related = &events.PodRef{Namespace: r.Namespace, Name: r.Name, UID: string(r.UID)}
 	}
-	if ev.Reason == events.ReasonFailedScheduling {
+	switch ev.Reason {
+	case events.ReasonFailedScheduling:
 		data.Scheduling = ParseFailedScheduling(ev.Note)
+	case events.ReasonUnschedulable:
+		data.Scheduling = ParseKAIUnschedulable(ev.Note)
 	}
 	id := joinID(string(events.KindK8sEvent), string(ev.UID), strconv.Itoa(count))
 	env, err = envelope(events.KindK8sEvent, id, eventTime(ev, count), pod, node, nil, &data, m)

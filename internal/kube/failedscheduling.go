@@ -19,7 +19,12 @@ const (
 
 var (
 	// "0/6 nodes are available:" — the scheduler always writes 0 fitting nodes, but read it.
-	availableRE = regexp.MustCompile(`^(\d+)/(\d+) nodes are available(:|$)`)
+	// Volcano writes "0/6 nodes are unavailable:" (its FitErrors), the same counts.
+	availableRE = regexp.MustCompile(`^(\d+)/(\d+) nodes are (?:un)?available(:|$)`)
+	// Volcano's gang message wraps the first task's fit errors: "pod group is not ready, 6
+	// Pending, 6 minAvailable; Pending: 3 Schedulable, 3 Unschedulable. Origin reason is
+	// task-6: 0/3 nodes are unavailable: …".
+	volcanoOriginRE = regexp.MustCompile(`^pod group is (?:not )?ready, .*?\. Origin reason is \S+: `)
 	countRE     = regexp.MustCompile(`^(\d+) (\S.*)$`)
 	victimsRE   = regexp.MustCompile(`^found a potential placement for pod on node (.+), preempting (\d+) victims?$`)
 )
@@ -27,6 +32,9 @@ var (
 // ParseFailedScheduling parses a scheduler FailedScheduling note; nil when the note is not of that shape.
 func ParseFailedScheduling(note string) *events.SchedulingFailure {
 	note = strings.TrimSpace(note)
+	if m := volcanoOriginRE.FindString(note); m != "" {
+		note = note[len(m):]
+	}
 	if note == noNodesNote {
 		return &events.SchedulingFailure{Reasons: []events.ReasonCount{{Reason: noNodesNote}}}
 	}
@@ -172,8 +180,8 @@ const (
 	ClassNone = "none"
 	// ClassNoNodes: the cluster had no node to consider.
 	ClassNoNodes = "no_nodes"
-	// ClassOther: a reason none of the classes below names (free ports, dynamic resources, a
-	// plugin of a custom scheduler).
+	// ClassOther: a reason none of the classes below names (free ports, a plugin of a custom
+	// scheduler).
 	ClassOther = "other"
 	// ClassNodeUnschedulable: nodes cordoned ("node(s) were unschedulable").
 	ClassNodeUnschedulable = "node_unschedulable"
@@ -188,6 +196,9 @@ const (
 	ClassInsufficientResources = "insufficient_resources"
 	// ClassVolume: volume binding, zones, limits.
 	ClassVolume = "volume"
+	// ClassDynamicResources: Dynamic Resource Allocation could not allocate the pod's claims
+	// ("cannot allocate all claims", "resourceclaim in use", a claim or device class missing).
+	ClassDynamicResources = "dynamic_resources"
 	// ClassTopologySpread: topology spread constraints.
 	ClassTopologySpread = "topology_spread"
 	// ClassPodAffinity: inter-pod affinity or anti-affinity.
@@ -196,9 +207,10 @@ const (
 
 // ReasonClasses lists every class ReasonClass returns, in the order of kube-scheduler's filter
 // plugins (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit, the volume
-// plugins, PodTopologySpread, InterPodAffinity), after the classes that name no filter.
+// plugins, DynamicResources, PodTopologySpread, InterPodAffinity), after the classes that name
+// no filter.
 var ReasonClasses = []string{ClassNone, ClassNoNodes, ClassOther, ClassNodeUnschedulable, ClassTaint, ClassNodeAffinity,
-	ClassInsufficientResources, ClassInsufficientGPU, ClassVolume, ClassTopologySpread, ClassPodAffinity}
+	ClassInsufficientResources, ClassInsufficientGPU, ClassVolume, ClassDynamicResources, ClassTopologySpread, ClassPodAffinity}
 
 // ReasonClass is the class of a FailedScheduling note (ClassNone for nil): the class of the
 // reason given by the nodes that came closest to fitting — the scheduler stops at a node's first
@@ -237,6 +249,14 @@ func classOf(reason string) string {
 		return ClassInsufficientResources
 	case r == "too many pods":
 		return ClassInsufficientResources
+	case strings.Contains(r, "didn't have enough of mig profile"):
+		// KAI-Scheduler's per-node reasons.
+		return ClassInsufficientGPU
+	case strings.Contains(r, "didn't have enough resources"):
+		if strings.Contains(r, "gpu") {
+			return ClassInsufficientGPU
+		}
+		return ClassInsufficientResources
 	case strings.Contains(r, "were unschedulable"):
 		return ClassNodeUnschedulable
 	case strings.Contains(r, "taint"):
@@ -245,10 +265,50 @@ func classOf(reason string) string {
 		return ClassNodeAffinity
 	case strings.Contains(r, "volume"), strings.Contains(r, "persistentvolumeclaim"):
 		return ClassVolume
+	case strings.Contains(r, "claim"), strings.Contains(r, "allocate devices"), strings.Contains(r, "device class"),
+		r == "cannot fit resource":
+		// kube-scheduler's DynamicResources plugin.
+		return ClassDynamicResources
 	case strings.Contains(r, "topology spread"):
 		return ClassTopologySpread
 	case strings.Contains(r, "affinity"):
 		return ClassPodAffinity
 	}
 	return ClassOther
+}
+
+// kaiNodePool is the prefix KAI-Scheduler puts before a message when it tried one node pool.
+var kaiNodePool = regexp.MustCompile(`^Node-Pool '[^']*': `)
+
+// ParseKAIUnschedulable parses KAI-Scheduler's Unschedulable note (its TasksFitErrors:
+// "no nodes with enough resources were found: 1 node(s) didn't have enough resources: GPUs.
+// \n5 node(s) didn't match Pod's node affinity/selector.", optionally after "Node-Pool 'p': ")
+// into the shape of a FailedScheduling note: no node fits, the nodes counted are the nodes
+// its reasons name. A note that carries no per-node counts (queue quota, gang scheduling) is
+// one reason of no node, the whole note (class other); nil for an empty note.
+func ParseKAIUnschedulable(note string) *events.SchedulingFailure {
+	note = kaiNodePool.ReplaceAllString(strings.TrimSpace(note), "")
+	if note == "" {
+		return nil
+	}
+	// A job-level message (quota, gang scheduling) names no nodes: one reason, the message.
+	whole := &events.SchedulingFailure{Reasons: []events.ReasonCount{{Reason: note}}}
+	sf := &events.SchedulingFailure{Reasons: []events.ReasonCount{}}
+	_, list, ok := strings.Cut(note, ": ")
+	if !ok {
+		return whole
+	}
+	for part := range strings.SplitSeq(list, ". \n") {
+		m := countRE.FindStringSubmatch(strings.TrimSuffix(strings.TrimSpace(part), "."))
+		if m == nil {
+			return whole
+		}
+		n, ok := count(m[1])
+		if !ok || sf.Total > events.MaxCount-n {
+			return whole
+		}
+		sf.Reasons = append(sf.Reasons, events.ReasonCount{Reason: m[2], Nodes: n})
+		sf.Total += n
+	}
+	return sf
 }

@@ -192,6 +192,12 @@ func TestReasonClass(t *testing.T) {
 		{"0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) didn't match pod anti-affinity rules.", kube.ClassPodAffinity},
 		{"0/5 nodes are available: 5 node(s) didn't satisfy existing pods anti-affinity rules.", kube.ClassPodAffinity},
 		{"0/5 nodes are available: 5 node(s) didn't have free ports for the requested pod ports.", kube.ClassOther},
+		// kube-scheduler's DynamicResources plugin (the integration tests' exact note, and the
+		// PreFilter form, which names no node count).
+		{"0/8 nodes are available: 8 cannot allocate all claims. still not schedulable, preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling.", kube.ClassDynamicResources},
+		{"0/4 nodes are available: resourceclaim in use. no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.", kube.ClassDynamicResources},
+		{"0/4 nodes are available: 2 Insufficient nvidia.com/gpu, 2 resourceclaim not available on the node.", kube.ClassDynamicResources},
+		{"0/3 nodes are available: 3 timed out trying to allocate devices.", kube.ClassDynamicResources},
 		{"0/5 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 4 node(s) were unschedulable.", kube.ClassNodeUnschedulable},
 	} {
 		var sf *events.SchedulingFailure
@@ -202,6 +208,57 @@ func TestReasonClass(t *testing.T) {
 		}
 		if got := kube.ReasonClass(sf); got != c.want {
 			t.Errorf("%q: class %s, want %s", c.note, got, c.want)
+		}
+	}
+}
+
+// KAI-Scheduler's Unschedulable notes, written from its format strings (NVIDIA/KAI-Scheduler
+// pkg/scheduler/api/common_info/pod_errors.go, job_errors.go, unschedule_info.go; commit
+// 72de64fc): per-node counts read as a FailedScheduling note's, job-level messages as a failure
+// with no per-node reasons.
+func TestParseKAIUnschedulable(t *testing.T) {
+	for _, c := range []struct {
+		note  string
+		want  *events.SchedulingFailure
+		class string
+	}{
+		{"no nodes with enough resources were found: 1 node(s) didn't have enough resources: GPUs. \n5 node(s) didn't match Pod's node affinity/selector.",
+			&events.SchedulingFailure{Total: 6, Reasons: []events.ReasonCount{{Reason: "node(s) didn't have enough resources: GPUs", Nodes: 1},
+				{Reason: "node(s) didn't match Pod's node affinity/selector", Nodes: 5}}}, kube.ClassInsufficientGPU},
+		{"Node-Pool 'h200': no nodes with enough resources were found: 4 node(s) didn't have enough of mig profile: 1g.10gb.",
+			&events.SchedulingFailure{Total: 4, Reasons: []events.ReasonCount{{Reason: "node(s) didn't have enough of mig profile: 1g.10gb", Nodes: 4}}}, kube.ClassInsufficientGPU},
+		{"no nodes with enough resources were found: 3 cannot allocate all claims.",
+			&events.SchedulingFailure{Total: 3, Reasons: []events.ReasonCount{{Reason: "cannot allocate all claims", Nodes: 3}}}, kube.ClassDynamicResources},
+		{"OverLimit: team-a quota has reached the allowable limit of GPUs. Limit is 2 GPUs, currently 2 GPUs allocated and workload requested 1 GPUs.",
+			&events.SchedulingFailure{Reasons: []events.ReasonCount{{Reason: "OverLimit: team-a quota has reached the allowable limit of GPUs. Limit is 2 GPUs, currently 2 GPUs allocated and workload requested 1 GPUs."}}}, kube.ClassOther},
+		{"", nil, kube.ClassNone},
+	} {
+		got := kube.ParseKAIUnschedulable(c.note)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", c.note, diff)
+		}
+		if class := kube.ReasonClass(got); class != c.class {
+			t.Errorf("%q: class %s, want %s", c.note, class, c.class)
+		}
+	}
+}
+
+// Volcano's FailedScheduling notes, written from its format strings (volcano-sh/volcano
+// pkg/scheduler/api/unschedule_info.go FitErrors, job_info.go FitError; commit ed72c7c8): the
+// node counts read as kube-scheduler's, through the gang wrapper.
+func TestParseVolcanoFailedScheduling(t *testing.T) {
+	want := &events.SchedulingFailure{Total: 3, Reasons: []events.ReasonCount{
+		{Reason: "node(s) pod number exceeded", Nodes: 1}, {Reason: "Insufficient nvidia.com/gpu", Nodes: 2}}}
+	for _, note := range []string{
+		"0/3 nodes are unavailable: 1 node(s) pod number exceeded, 2 Insufficient nvidia.com/gpu.",
+		"pod group is not ready, 6 Pending, 6 minAvailable; Pending: 3 Schedulable, 3 Unschedulable. Origin reason is task-6: 0/3 nodes are unavailable: 1 node(s) pod number exceeded, 2 Insufficient nvidia.com/gpu.",
+	} {
+		got := kube.ParseFailedScheduling(note)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", note, diff)
+		}
+		if class := kube.ReasonClass(got); class != kube.ClassInsufficientGPU {
+			t.Errorf("%q: class %s, want %s", note, class, kube.ClassInsufficientGPU)
 		}
 	}
 }

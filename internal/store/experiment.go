@@ -384,7 +384,7 @@ func (db *DB) Placement(ctx context.Context, name, namespace string) (map[string
 		FROM events e JOIN pods p ON p.uid = e.pod_uid
 		CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.envelope->'data'->'scheduling'->'reasons', '[]'::jsonb)) r
 		WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)
-		  AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		  AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' IN ('FailedScheduling', 'Unschedulable')
 		GROUP BY 1, 2`, name, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("read scheduling failures of %s: %w", name, err)

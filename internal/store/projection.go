@@ -22,6 +22,7 @@ var podColumns = []string{
 	"scope_key", "alive_at", "gpu_fb_seconds", "gpu_fb_max",
 	"created_observed_at", "scheduled_observed_at", "pre_ready_requests", "pre_ready_errors",
 	"workload_kind", "workload_name", "revision",
+	"gated_seen_at", "ungated_observed_at", "claims_allocated_at", "claims_allocated_observed_at",
 }
 
 var podColumnList = strings.Join(podColumns, ", ")
@@ -70,7 +71,11 @@ ON CONFLICT (uid) DO UPDATE SET
                                   THEN COALESCE(excluded.workload_kind, pods.workload_kind) ELSE pods.workload_kind END,
     workload_name          = CASE WHEN pods.workload_kind IS NULL OR (excluded.workload_kind, excluded.workload_name) < (pods.workload_kind, pods.workload_name)
                                   THEN COALESCE(excluded.workload_name, pods.workload_name) ELSE pods.workload_name END,
-    revision               = LEAST(pods.revision, excluded.revision)`
+    revision               = LEAST(pods.revision, excluded.revision),
+    gated_seen_at          = GREATEST(pods.gated_seen_at, excluded.gated_seen_at),
+    ungated_observed_at    = LEAST(pods.ungated_observed_at, excluded.ungated_observed_at),
+    claims_allocated_at    = LEAST(pods.claims_allocated_at, excluded.claims_allocated_at),
+    claims_allocated_observed_at = LEAST(pods.claims_allocated_observed_at, excluded.claims_allocated_observed_at)`
 
 const mergeLatency = `
 INSERT INTO pod_latency (pod_uid, bucket, count)
@@ -353,6 +358,7 @@ func podRow(f *align.Facts) []any {
 		nullString(f.ScopeKey), nullTime(f.AliveAt), f.GPUFBSeconds, f.GPUFBMax,
 		nullTime(f.CreatedObserved), nullTime(f.ScheduledObserved), int64(f.PreReadyRequests), int64(f.PreReadyErrors),
 		nullString(f.Workload.Kind), nullString(f.Workload.Name), nullString(f.Revision),
+		nullTime(f.GatedSeen), nullTime(f.UngatedObserved), nullTime(f.ClaimsAllocated), nullTime(f.ClaimsAllocatedObserved),
 	}
 }
 

@@ -75,7 +75,7 @@ func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res
 			if uid != nil {
 				uidV = *uid
 			}
-			gpuRows = append(gpuRows, []any{at, uidV, nodeV, gpu, nullString(g.MIGProfile), float32(g.PeriodS), util, fb})
+			gpuRows = append(gpuRows, []any{at, uidV, nodeV, gpu, nullString(g.MIGProfile), float32(podPeriod(&g)), util, fb})
 		}
 		return nil
 	})
@@ -119,4 +119,13 @@ func summarise(ctx context.Context, tx pgx.Tx, partition string, h horizons, res
 	res.Buckets += int64(len(bucketRows))
 	res.GPUSamples += int64(len(gpuRows))
 	return nil
+}
+
+// podPeriod is the period a compacted GPU sample keeps: the pod's share of it
+// (events.GPUSample.PodSeconds), 0 when the sample did not say its period.
+func podPeriod(g *events.GPUSample) float64 {
+	if g.PeriodS <= 0 {
+		return 0
+	}
+	return g.PodSeconds()
 }

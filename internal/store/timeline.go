@@ -17,7 +17,8 @@ import (
 // summaryColumns are read from the pod_timeline view, in scanSummary's order.
 const summaryColumns = `uid, namespace, name, node, exp_name, exp_arm, exp_run,
 	created, first_unschedulable, scheduled, running, ready, first_success, ended, ended_reason, preempted_by,
-	observed_until, failed_scheduling, restarts, requests, request_errors, pre_ready_requests, pre_ready_errors, first_seen`
+	observed_until, failed_scheduling, restarts, requests, request_errors, pre_ready_requests, pre_ready_errors, first_seen,
+	gated, claim_allocated, failed_prepare`
 
 func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 	var (
@@ -26,24 +27,25 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 		firstSeen                     time.Time
 		requests, requestErrs, failed int64
 		preReady, preReadyErrs        int64
-		restarts                      int64
+		restarts, failedPrepare       int64
 	)
 	m := &s.Milestones
 	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
 		&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended,
-		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &preReady, &preReadyErrs, &firstSeen)
+		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &preReady, &preReadyErrs, &firstSeen,
+		&m.Gated, &m.ClaimAllocated, &failedPrepare)
 	if err != nil {
 		return align.Summary{}, time.Time{}, err
 	}
 	s.Pod.Namespace, s.Pod.Name = deref(ns), deref(name)
-	for _, t := range []**time.Time{&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended, &s.ObservedUntil} {
+	for _, t := range []**time.Time{&m.Created, &m.Gated, &m.ClaimAllocated, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended, &s.ObservedUntil} {
 		if *t != nil {
 			u := (*t).UTC()
 			*t = &u
 		}
 	}
 	s.Counts = align.Counts{FailedScheduling: int(failed), Restarts: int(restarts), Requests: int(requests), RequestErrors: int(requestErrs),
-		PreReadyRequests: int(preReady), PreReadyErrors: int(preReadyErrs)}
+		PreReadyRequests: int(preReady), PreReadyErrors: int(preReadyErrs), FailedPrepare: int(failedPrepare)}
 	s.Durations = align.DurationsOf(s.Milestones)
 	s.Censored = align.Censored(s.Milestones)
 	return s, firstSeen, nil

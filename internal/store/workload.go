@@ -227,7 +227,7 @@ func (db *DB) podConditions(ctx context.Context, q querier, pods []workload.Pod,
 			UNION ALL
 			SELECT e.pod_uid, e.kind, e.occurred_at, e.envelope->'data'->>'note', '', NULL, false, false, NULL, e.id
 			FROM events e
-			WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling') u
+			WHERE e.pod_uid = ANY($1) AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' IN ('FailedScheduling', 'Unschedulable')) u
 		ORDER BY occurred_at, id COLLATE "C"`, uids)
 	if err != nil {
 		return fmt.Errorf("read the pods' snapshots: %w", err)
@@ -596,7 +596,7 @@ func (db *DB) PendingGPUPods(ctx context.Context, since time.Time) ([]report.Pen
 		CROSS JOIN LATERAL (SELECT e.envelope->'data'->'gpu' AS gpu FROM events e
 		                    WHERE e.pod_uid = t.uid AND e.kind = 'pod_status' AND e.class <> 'samples' ORDER BY e.occurred_at DESC LIMIT 1) g
 		LEFT JOIN LATERAL (SELECT e.envelope->'data'->'scheduling' AS scheduling FROM events e
-		                   WHERE e.pod_uid = t.uid AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' = 'FailedScheduling'
+		                   WHERE e.pod_uid = t.uid AND e.kind = 'k8s_event' AND e.class <> 'samples' AND e.envelope->'data'->>'reason' IN ('FailedScheduling', 'Unschedulable')
 		                   ORDER BY e.occurred_at DESC LIMIT 1) f ON true
 		WHERE t.uid IN (SELECT uid FROM pods WHERE first_seen >= $1 AND ended_at IS NULL
 		                  AND scheduled_event_at IS NULL AND scheduled_cond_at IS NULL)

@@ -97,3 +97,11 @@ END {
 	for (i = 1; i <= count; i++) printf "%s%s", (i > 1 ? "," : ""), results[i]
 	print "]}}"
 }' "$rec/t4-busy-no-help.prom" "$rec/l40s-idle-node.prom" >"$out/prometheus-query.json"
+
+# DRA (KUBERNETES_ENABLE_DRA): the time-sliced GPU held by one ResourceClaim the three pods
+# share. dcgm-exporter's DRA path (kubernetes.go, commit d5e5f510) sets pod, namespace and
+# container on each pod's copy of the device's series and adds dra_claim_name,
+# dra_claim_namespace, dra_driver_name, dra_pool_name and dra_device_name (pool: the node, as
+# NVIDIA's DRA driver names its pools; device: gpu-<minor>).
+sed 's/,pod="\([^"]*\)"}/,pod="\1",dra_claim_name="shared-l40s",dra_claim_namespace="day20",dra_driver_name="gpu.nvidia.com",dra_pool_name="gpu1-wl8sg",dra_device_name="gpu-0"}/' \
+  "$out/l40s-time-sliced.prom" >"$out/l40s-dra-shared-claim.prom"
