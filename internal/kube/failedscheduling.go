@@ -25,8 +25,8 @@ var (
 	// Pending, 6 minAvailable; Pending: 3 Schedulable, 3 Unschedulable. Origin reason is
 	// task-6: 0/3 nodes are unavailable: …".
 	volcanoOriginRE = regexp.MustCompile(`^pod group is (?:not )?ready, .*?\. Origin reason is \S+: `)
-	countRE     = regexp.MustCompile(`^(\d+) (\S.*)$`)
-	victimsRE   = regexp.MustCompile(`^found a potential placement for pod on node (.+), preempting (\d+) victims?$`)
+	countRE         = regexp.MustCompile(`^(\d+) (\S.*)$`)
+	victimsRE       = regexp.MustCompile(`^found a potential placement for pod on node (.+), preempting (\d+) victims?$`)
 )
 
 // ParseFailedScheduling parses a scheduler FailedScheduling note; nil when the note is not of that shape.
