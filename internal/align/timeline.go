@@ -218,7 +218,12 @@ func Derive(f Facts) Summary {
 			gated = scheduled
 		}
 	}
+	// A pod that joins a claim allocated before it existed (a shared claim) waited for nothing:
+	// its claims were allocated when it was created.
 	claimAllocated := coarseOrObserved(f.ClaimsAllocated, f.ClaimsAllocatedObserved, maxTime(created, gated))
+	if !claimAllocated.IsZero() && claimAllocated.Before(created) {
+		claimAllocated = created
+	}
 	running := coarseOrObserved(f.RunningStarted, f.RunningObserved, maxTime(created, scheduled))
 	ready := coarseOrObserved(f.ReadyCond, f.ReadyObserved, maxTime(maxTime(created, scheduled), running))
 
@@ -262,13 +267,17 @@ func Derive(f Facts) Summary {
 	tl.GPU = SummarizeGPU(f.GPUUtil, f.GPUFBSeconds, f.GPUFBMax, IdleUtilThreshold)
 
 	tl.ObservedUntil = timePtr(until)
-	tl.Censored = Censored(tl.Milestones)
+	tl.Censored = Censored(tl.Milestones, !f.GatedSeen.IsZero() && gated.IsZero())
 	return tl
 }
 
-// Censored lists the milestones a pod had not reached when its observation ended.
-func Censored(m Milestones) []string {
+// Censored lists the milestones a pod had not reached when its observation ended: "gated" first
+// when it was still held by a scheduling gate (gateHeld), then those of Milestones.
+func Censored(m Milestones, gateHeld bool) []string {
 	out := []string{}
+	if gateHeld {
+		out = append(out, "gated")
+	}
 	for _, c := range []struct {
 		name string
 		at   *time.Time

@@ -231,22 +231,49 @@ func TestRunMetricsServedErrorsAndCensoredPending(t *testing.T) {
 	}}
 	values, lower := compare.RunMetrics(run)
 	got := map[string]float64{}
-	for _, k := range []string{"error_rate", "pre_ready_errors", "pending_p50_s", "pending_p95_s", "pending_max_s", "never_scheduled"} {
+	for _, k := range []string{"error_rate", "pre_ready_errors", "pending_p50_s", "pending_p95_s", "pending_max_s", "never_scheduled",
+		"gated_p95_s", "schedulable_wait_p95_s"} {
 		got[k] = math.Round(values[k]*1e6) / 1e6
 	}
 	want := map[string]float64{
-		"error_rate":       0.033333,  // 5 served errors of 150 served requests
-		"pre_ready_errors": 16.666667, // 50 failures before Ready over 3 pods
-		"pending_p50_s":    0.04,      // Kaplan–Meier: 2 of 3 scheduled by 0.04 s
-		"pending_p95_s":    60,        // not reached: the longest wait, a lower bound
-		"pending_max_s":    60,
-		"never_scheduled":  1,
+		"error_rate":             0.033333,  // 5 served errors of 150 served requests
+		"pre_ready_errors":       16.666667, // 50 failures before Ready over 3 pods
+		"pending_p50_s":          0.04,      // Kaplan–Meier: 2 of 3 scheduled by 0.04 s
+		"pending_p95_s":          60,        // not reached: the longest wait, a lower bound
+		"pending_max_s":          60,
+		"never_scheduled":        1,
+		"gated_p95_s":            0,  // no pod was gated
+		"schedulable_wait_p95_s": 60, // all of pending was the scheduler's
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run metrics (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]bool{"pending_p95_s": true, "pending_max_s": true}, lower); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"pending_p95_s": true, "pending_max_s": true, "schedulable_wait_p95_s": true}, lower); diff != "" {
 		t.Errorf("lower bounds (-want +got):\n%s", diff)
+	}
+}
+
+// Pending split where the wait was: a scheduling gate's part (gated_p95_s, with a pod still
+// gated censored) and the scheduler's (schedulable_wait_p95_s, which a still-gated pod has not
+// begun).
+func TestRunMetricsSplitGatedFromSchedulable(t *testing.T) {
+	created := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) *time.Time { t := created.Add(time.Duration(s * float64(time.Second))); return &t }
+	gatedPod := func(gated, wait float64) compare.PodData {
+		m := align.Milestones{Created: &created, Gated: at(gated), Scheduled: at(gated + wait)}
+		return compare.PodData{Summary: align.Summary{Milestones: m, Durations: align.DurationsOf(m), ObservedUntil: at(gated + wait + 30), Censored: []string{}}}
+	}
+	held := compare.PodData{Summary: align.Summary{Milestones: align.Milestones{Created: &created}, ObservedUntil: at(10),
+		Censored: []string{"gated", "scheduled", "running", "ready", "first_success"}}}
+	values, lower := compare.RunMetrics(compare.RunData{Pods: []compare.PodData{gatedPod(2, 0.1), gatedPod(3, 0.2), held}})
+	if v := values["gated_p95_s"]; v != 10 || !lower["gated_p95_s"] {
+		t.Errorf("gated_p95_s %v (lower bound %v); want 10, a lower bound: one pod still held after 10 s", v, lower["gated_p95_s"])
+	}
+	if v := values["schedulable_wait_p95_s"]; math.Abs(v-0.2) > 1e-9 || lower["schedulable_wait_p95_s"] {
+		t.Errorf("schedulable_wait_p95_s %v (lower bound %v); want 0.2 from the two pods the gate let go", v, lower["schedulable_wait_p95_s"])
+	}
+	if v := values["pending_max_s"]; !lower["pending_max_s"] || v != 10 {
+		t.Errorf("pending_max_s %v (lower %v): the held pod is still pending at 10 s", v, lower["pending_max_s"])
 	}
 }
 

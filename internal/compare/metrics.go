@@ -132,6 +132,8 @@ var Metrics = []Metric{
 	{Name: "pending_p95_s", Unit: "s", Group: Placement, Margin: relSeconds},
 	{Name: "pending_max_s", Unit: "s", Group: Placement, Margin: relSeconds},
 	{Name: "never_scheduled", Unit: "pods", Group: Placement, Margin: halfPod},
+	{Name: "gated_p95_s", Unit: "s", Group: Placement, Margin: relSeconds},
+	{Name: "schedulable_wait_p95_s", Unit: "s", Group: Placement, Margin: relSeconds},
 	{Name: "preemptions_suffered", Unit: "pods", Group: Placement, Margin: halfPod},
 	{Name: "preemptions_caused", Unit: "pods", Group: Resource, Margin: halfPod},
 	{Name: "start_p50_s", Unit: "s", Group: Execution, Margin: relSeconds},
@@ -164,6 +166,8 @@ var (
 	iPendingP95  = metricIndex["pending_p95_s"]
 	iPendingMax  = metricIndex["pending_max_s"]
 	iNever       = metricIndex["never_scheduled"]
+	iGated       = metricIndex["gated_p95_s"]
+	iSchedWait   = metricIndex["schedulable_wait_p95_s"]
 	iSuffered    = metricIndex["preemptions_suffered"]
 	iCaused      = metricIndex["preemptions_caused"]
 	iStart       = metricIndex["start_p50_s"]

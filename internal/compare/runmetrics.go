@@ -36,14 +36,19 @@ func (r RunData) FirstCreated() time.Time {
 
 // podValues is a pod reduced to the numbers the metrics read (NaN where it has none).
 type podValues struct {
-	pending     float64 // created → scheduled, or → observed_until when never scheduled
-	hasPending  bool
-	scheduled   bool // pending is an event time (false: censored, a lower bound)
-	start, load float64
-	ttfs        float64
-	preempted   bool
-	caused      int
-	restarts    int
+	pending    float64 // created → scheduled, or → observed_until when never scheduled
+	hasPending bool
+	scheduled  bool // pending is an event time (false: censored, a lower bound)
+	// gated: created → gate removed (0 for a pod never gated), or → observed_until while still
+	// gated (ungated false: censored); wait: the scheduler's part of pending, gated (else
+	// created) → scheduled, censored like pending; hasWait false while a gate still held it.
+	gated, wait      float64
+	ungated, hasWait bool
+	start, load      float64
+	ttfs             float64
+	preempted        bool
+	caused           int
+	restarts         int
 	// served requests and errors (sent while the pod was Ready), and errors before Ready
 	served, servedErrors, preReadyErrors int
 	gpuSeconds, gpuWeighted, gpuIdle     float64
@@ -147,6 +152,22 @@ func podValuesOf(p PodData, buckets []int32, u bucketIndex) podValues {
 	if d.Total != nil {
 		v.ttfs = *d.Total
 	}
+	gateHeld := slices.Contains(s.Censored, "gated")
+	switch {
+	case d.Gated != nil:
+		v.gated, v.ungated = *d.Gated, true
+	case gateHeld && s.Milestones.Created != nil && s.ObservedUntil != nil:
+		v.gated = max(s.ObservedUntil.Sub(*s.Milestones.Created).Seconds(), 0)
+	default:
+		v.ungated = true // never gated: no wait of that kind
+	}
+	switch {
+	case gateHeld:
+	case d.SchedulableWait != nil:
+		v.wait, v.hasWait = *d.SchedulableWait, true
+	case v.hasPending:
+		v.wait, v.hasWait = max(v.pending-v.gated, 0), true // never scheduled: censored with pending
+	}
 	v.preempted = s.EndedReason != nil && *s.EndedReason == align.EndPreempted
 	c := s.Counts
 	v.served = c.Requests - c.PreReadyRequests
@@ -170,6 +191,8 @@ var nan = math.NaN()
 // runScratch is reused across the computations of one goroutine.
 type runScratch struct {
 	times     []censoredTime
+	gates     []censoredTime
+	waits     []censoredTime
 	xs        []float64
 	ys        []float64
 	zs        []float64
@@ -187,7 +210,7 @@ func (f *runFrame) metrics(idx []int, s *runScratch, out []float64, lower []bool
 	if len(idx) == 0 {
 		return 0
 	}
-	s.times, s.xs, s.ys, s.zs = s.times[:0], s.xs[:0], s.ys[:0], s.zs[:0]
+	s.times, s.gates, s.waits, s.xs, s.ys, s.zs = s.times[:0], s.gates[:0], s.waits[:0], s.xs[:0], s.ys[:0], s.zs[:0]
 	if cap(s.histogram) < len(f.buckets) {
 		s.histogram = make([]int64, len(f.buckets))
 	}
@@ -203,6 +226,10 @@ func (f *runFrame) metrics(idx []int, s *runScratch, out []float64, lower []bool
 			if !p.scheduled {
 				never++
 			}
+			s.gates = append(s.gates, censoredTime{t: p.gated, event: p.ungated})
+		}
+		if p.hasWait {
+			s.waits = append(s.waits, censoredTime{t: p.wait, event: p.scheduled})
 		}
 		if !math.IsNaN(p.start) {
 			s.xs = append(s.xs, p.start)
@@ -236,6 +263,12 @@ func (f *runFrame) metrics(idx []int, s *runScratch, out []float64, lower []bool
 		out[iPendingP50], lower[iPendingP50] = km.quantile(0.5)
 		out[iPendingP95], lower[iPendingP95] = km.quantile(0.95)
 		out[iPendingMax], lower[iPendingMax] = km.max()
+	}
+	if len(s.gates) > 0 {
+		out[iGated], lower[iGated] = kaplanMeier(s.gates).quantile(0.95)
+	}
+	if len(s.waits) > 0 {
+		out[iSchedWait], lower[iSchedWait] = kaplanMeier(s.waits).quantile(0.95)
 	}
 	out[iNever] = float64(never)
 	out[iSuffered] = float64(suffered)

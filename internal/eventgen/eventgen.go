@@ -66,7 +66,8 @@ func Default() Config {
 // Generate returns the envelopes of cfg's experiment in the order a collector would publish
 // them (roughly by time). Every id is deterministic.
 func Generate(cfg Config) []*events.Envelope {
-	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}, seq: cfg.FirstRequest}
+	g := &gen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), rv: 1000, life: map[string]*life{}, seq: cfg.FirstRequest,
+		claims: map[string]allocation{}}
 	first := max(cfg.FirstRun, 1)
 	t := cfg.Start
 	g.experiment(t)
@@ -161,6 +162,16 @@ type gen struct {
 	// life and order track each pod's observed existence (for inventories), in creation order.
 	life  map[string]*life
 	order []string
+	// claims are the shared DRA claims allocated so far (Config.DRA), by name.
+	claims map[string]allocation
+}
+
+// allocation is a shared claim's: when it was allocated and seen so, on which node, for how
+// many pods.
+type allocation struct {
+	at, observed time.Time
+	node, uuid   string
+	pods         int
 }
 
 func (g *gen) uid() string {
@@ -308,12 +319,14 @@ func (g *gen) newPod(arm, run string, i int, at time.Time) *podState {
 func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	p := g.newPod(arm, run, i, t0)
 	kai := g.cfg.DRA && arm == "priority"
-	claim := fmt.Sprintf("%s-gpu", p.ref.Name)
+	// The sharing arm's pods of a run share one claim (time-slicing config): the first pod's
+	// scheduling allocates it, the others join it allocated.
+	claim := fmt.Sprintf("%s-sharing-r%s-gpu", g.cfg.Experiment, run)
 	if g.cfg.DRA && arm == "affinity" {
 		p.gates = []string{"kueue.x-k8s.io/admission"}
 	}
 	if g.cfg.DRA && arm == "sharing" {
-		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, Template: "shared-gpu", DeviceClasses: []string{kube.DriverNVIDIAGPU}}}
+		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, DeviceClasses: []string{kube.DriverNVIDIAGPU}}}
 	}
 	g.snapshot(p, t0.Add(g.ms(2, 20)), events.PhasePending, func(s *events.PodStatus) {
 		if len(p.gates) > 0 {
@@ -363,11 +376,20 @@ func (g *gen) pod(arm, run string, i int, t0 time.Time) {
 	if p.claims != nil {
 		// The scheduler allocates the claim just before it binds the pod: one GPU of the node,
 		// time-sliced, reserved for this pod.
-		allocated, observed := sec(scheduled.Add(-3*time.Millisecond)), scheduled.Add(-time.Millisecond).Truncate(time.Microsecond)
-		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, Template: "shared-gpu", DeviceClasses: []string{kube.DriverNVIDIAGPU},
-			AllocatedAt: allocated, AllocationObserved: &observed, ReservedFor: 1, Sharing: events.SharingTimeSlicing,
+		a, ok := g.claims[claim]
+		if !ok {
+			// Allocated while the first pod was scheduled: before any pod of the arm bound.
+			a = allocation{at: *sec(t0.Add(3 * time.Millisecond)), observed: t0.Add(4 * time.Millisecond).Truncate(time.Microsecond), node: p.node,
+				uuid: fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g.node, g.node)}
+		}
+		a.pods++
+		g.claims[claim] = a
+		p.node = a.node // the claim's GPU is on one node
+		allocated, observed := a.at, a.observed
+		p.claims = []events.PodClaim{{Name: "gpu", Claim: claim, DeviceClasses: []string{kube.DriverNVIDIAGPU},
+			AllocatedAt: &allocated, AllocationObserved: &observed, ReservedFor: a.pods, Sharing: events.SharingTimeSlicing,
 			Devices: []events.ClaimDevice{{Request: "gpu", DeviceClass: kube.DriverNVIDIAGPU, Driver: kube.DriverNVIDIAGPU, Pool: p.node, Device: "gpu-0",
-				Node: p.node, Type: "gpu", Model: "NVIDIA H200", UUID: fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", g.node, g.node)}}}}
+				Node: p.node, Type: "gpu", Model: "NVIDIA H200", UUID: a.uuid}}}}
 	}
 	note := fmt.Sprintf("Successfully assigned %s/%s to %s", p.ref.Namespace, p.ref.Name, p.node)
 	if kai {

@@ -18,7 +18,7 @@ import (
 const summaryColumns = `uid, namespace, name, node, exp_name, exp_arm, exp_run,
 	created, first_unschedulable, scheduled, running, ready, first_success, ended, ended_reason, preempted_by,
 	observed_until, failed_scheduling, restarts, requests, request_errors, pre_ready_requests, pre_ready_errors, first_seen,
-	gated, claim_allocated, failed_prepare`
+	gated, claim_allocated, failed_prepare, gate_held`
 
 func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 	var (
@@ -28,12 +28,13 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 		requests, requestErrs, failed int64
 		preReady, preReadyErrs        int64
 		restarts, failedPrepare       int64
+		gateHeld                      bool
 	)
 	m := &s.Milestones
 	err := row.Scan(&s.Pod.UID, &ns, &name, &s.Pod.Node, &s.Experiment.Name, &s.Experiment.Arm, &s.Experiment.Run,
 		&m.Created, &m.FirstUnschedulable, &m.Scheduled, &m.Running, &m.Ready, &m.FirstSuccess, &m.Ended,
 		&s.EndedReason, &s.PreemptedBy, &s.ObservedUntil, &failed, &restarts, &requests, &requestErrs, &preReady, &preReadyErrs, &firstSeen,
-		&m.Gated, &m.ClaimAllocated, &failedPrepare)
+		&m.Gated, &m.ClaimAllocated, &failedPrepare, &gateHeld)
 	if err != nil {
 		return align.Summary{}, time.Time{}, err
 	}
@@ -47,7 +48,7 @@ func scanSummary(row pgx.Row) (align.Summary, time.Time, error) {
 	s.Counts = align.Counts{FailedScheduling: int(failed), Restarts: int(restarts), Requests: int(requests), RequestErrors: int(requestErrs),
 		PreReadyRequests: int(preReady), PreReadyErrors: int(preReadyErrs), FailedPrepare: int(failedPrepare)}
 	s.Durations = align.DurationsOf(s.Milestones)
-	s.Censored = align.Censored(s.Milestones)
+	s.Censored = align.Censored(s.Milestones, gateHeld)
 	return s, firstSeen, nil
 }
 

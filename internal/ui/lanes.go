@@ -206,7 +206,7 @@ func flagWidth(first, last int) float64 {
 // strips nor node changes (it reads neither).
 func legend(bands bool) template.HTML {
 	var s svg
-	s.f(`<svg class="legend-svg" viewBox="0 0 1200 40" width="100%%" role="img" aria-labelledby="legend-title"><title id="legend-title">Legend</title>`)
+	s.f(`<svg class="legend-svg" viewBox="0 0 1200 58" width="100%%" role="img" aria-labelledby="legend-title"><title id="legend-title">Legend</title>`)
 	x := 4.0
 	item := func(draw func(x float64), label string, w float64) {
 		draw(x)
@@ -247,6 +247,14 @@ func legend(bands bool) template.HTML {
 	s.f(`<path class="preemption" d="M%s 29h14" marker-end="url(#arrow)"/><text x="%s" y="%s">preemption (preemptor → victim)</text>`, n(x), n(x+22), n(y))
 	x += 215
 	s.f(`<g class="disruption"><path d="M%s 22h12v9h-12z"/></g><text x="%s" y="%s">disruption (numbered; table below)</text>`, n(x), n(x+18), n(y))
+	// Where the wait was before a scheduler saw the pod (docs/dra.md).
+	s.f(`<rect class="bar gated" x="4" y="42" width="16" height="8"/><text x="24" y="50">held by a scheduling gate</text>`)
+	for i, m := range []struct{ name, label string }{{"gated", "gate removed"}, {"claim_allocated", "DRA claims allocated"}} {
+		mx := 200 + float64(i)*120
+		s.f(`<g transform="translate(0 40)">`)
+		s.marker(m.name, mx+8, 5, m.label, 0)
+		s.f(`</g><text x="%s" y="50">%s</text>`, n(mx+18), esc(m.label))
+	}
 	s.f(`</svg>`)
 	return template.HTML(s.String())
 }
@@ -342,7 +350,14 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, f
 		class string
 	}{{m.Created, "pending"}, {m.Scheduled, "start"}, {m.Running, "load"}, {m.Ready, "warm"}, {m.FirstSuccess, "serving"}}
 	if steps[0].at == nil {
-		steps[0].at = cmp.Or(m.FirstUnschedulable, m.Scheduled)
+		steps[0].at = cmp.Or(m.Gated, m.FirstUnschedulable, m.Scheduled)
+	} else if m.Gated != nil {
+		// Held by a scheduling gate first: the gate's wait, then the scheduler's.
+		steps = append(steps[:1:1], append([]struct {
+			at    *time.Time
+			class string
+		}{{m.Gated, "pending"}}, steps[1:]...)...)
+		steps[0].class = "gated"
 	}
 	by := y + 4
 	open := false
@@ -381,7 +396,8 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, f
 	for _, ms := range []struct {
 		name string
 		at   *time.Time
-	}{{"created", m.Created}, {"scheduled", m.Scheduled}, {"running", m.Running}, {"ready", m.Ready}, {"first_success", m.FirstSuccess}, {"ended", m.Ended}} {
+	}{{"created", m.Created}, {"gated", m.Gated}, {"claim_allocated", m.ClaimAllocated}, {"scheduled", m.Scheduled}, {"running", m.Running},
+		{"ready", m.Ready}, {"first_success", m.FirstSuccess}, {"ended", m.Ended}} {
 		if ms.at == nil || !in(c.x(*ms.at)) {
 			continue
 		}

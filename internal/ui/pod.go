@@ -67,12 +67,15 @@ func buildPod(tl align.Timeline, s report.PodSeries) podView {
 	for _, ms := range []struct {
 		name string
 		at   *time.Time
-	}{{"created", m.Created}, {"first_unschedulable", m.FirstUnschedulable}, {"scheduled", m.Scheduled}, {"running", m.Running},
-		{"ready", m.Ready}, {"first_success", m.FirstSuccess}, {"ended", m.Ended}} {
+	}{{"created", m.Created}, {"gated", m.Gated}, {"first_unschedulable", m.FirstUnschedulable}, {"claim_allocated", m.ClaimAllocated},
+		{"scheduled", m.Scheduled}, {"running", m.Running}, {"ready", m.Ready}, {"first_success", m.FirstSuccess}, {"ended", m.Ended}} {
 		r := milestoneRow{Name: ms.name, At: ms.at, Offset: "censored"}
-		if ms.at != nil {
+		switch {
+		case ms.at != nil:
 			r.Offset = fmt.Sprintf("+%.3fs", ms.at.Sub(*origin).Seconds())
-		} else if ms.name == "first_unschedulable" || ms.name == "ended" {
+		case ms.name == "gated" || ms.name == "claim_allocated":
+			continue // a pod never gated, or without claims: nothing to show
+		case ms.name == "first_unschedulable" || ms.name == "ended":
 			r.Offset = "–"
 		}
 		v.Milestones = append(v.Milestones, r)
@@ -95,7 +98,7 @@ func buildPod(tl align.Timeline, s report.PodSeries) podView {
 				if k.Count > 1 {
 					row.What += fmt.Sprintf(" (×%d)", k.Count)
 				}
-				if k.Reason == events.ReasonFailedScheduling {
+				if k.Reason == events.ReasonFailedScheduling || k.Reason == events.ReasonUnschedulable {
 					failures = append(failures, report.SchedulingFailure{At: e.OccurredAt, Note: k.Note})
 				}
 			}

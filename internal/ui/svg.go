@@ -38,6 +38,11 @@ func (s *svg) marker(milestone string, x, y float64, title string, t float64) {
 		s.f(`<path %s d="M%s %sl1.2 2.6 2.8.3-2.1 1.9.6 2.8-2.5-1.4-2.5 1.4.6-2.8-2.1-1.9 2.8-.3z">%s</path>`, attrs, n(x), n(y-4.2), title)
 	case "ended":
 		s.f(`<path %s d="M%s %sl6 6m0-6l-6 6">%s</path>`, attrs, n(x-3), n(y-3), title)
+	case "gated":
+		// A gate lifting: a bar over a gap.
+		s.f(`<path %s d="M%s %sh7v2h-7z">%s</path>`, attrs, n(x-3.5), n(y-4), title)
+	case "claim_allocated":
+		s.f(`<path %s d="M%s %sl3.5 3.5-3.5 3.5-3.5-3.5z">%s</path>`, attrs, n(x), n(y-3.5), title)
 	}
 }
 

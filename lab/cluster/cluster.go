@@ -61,6 +61,12 @@ type Pool struct {
 	CPU          string            `json:"cpu,omitempty"`    // default 32
 	Memory       string            `json:"memory,omitempty"` // default 256Gi
 	CachedModels []string          `json:"cachedModels,omitempty"`
+	// DRA publishes the pool's GPUs (or MIG instances) through Dynamic Resource Allocation,
+	// as NVIDIA's DRA driver does (ResourceSlices, see dra.go), instead of the device plugin's
+	// extended resource: its nodes advertise no nvidia.com/* resource and carry no GPU feature
+	// discovery labels (the GPU Operator's DRA mode deploys none). Sharing is then per claim:
+	// the pool's own sharing mode is exclusive or mig.
+	DRA bool `json:"dra,omitempty"`
 }
 
 // GPU is the accelerator of every node in a pool.
@@ -132,6 +138,9 @@ func Parse(b []byte) (*Spec, error) {
 		default:
 			return nil, fmt.Errorf("pool %s: sharing mode %q: want exclusive, time-slicing, mps or mig", p.Name, p.Sharing.Mode)
 		}
+		if p.DRA && p.Sharing.Mode != Exclusive && p.Sharing.Mode != MIG {
+			return nil, fmt.Errorf("pool %s: a DRA pool shares GPUs per claim: its sharing mode is exclusive or mig, not %s", p.Name, p.Sharing.Mode)
+		}
 		if p.GPU.MemoryMiB == 0 {
 			p.GPU.MemoryMiB = 81920
 		}
@@ -181,7 +190,7 @@ func (p Pool) Node(i int) *corev1.Node {
 		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 		LabelPool: p.Name,
 	}
-	if p.GPU.Count > 0 {
+	if p.GPU.Count > 0 && !p.DRA {
 		product, strategy := p.GPU.Product, "none"
 		switch p.Sharing.Mode {
 		case TimeSlicing, MPS:
@@ -214,7 +223,7 @@ func (p Pool) Node(i int) *corev1.Node {
 		corev1.ResourceMemory: resource.MustParse(p.Memory),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	if p.GPU.Count > 0 {
+	if p.GPU.Count > 0 && !p.DRA {
 		res[p.Resource()] = *resource.NewQuantity(int64(p.Units()), resource.DecimalSI)
 	}
 	now := metav1.Now()
@@ -270,7 +279,8 @@ func (s *Spec) PoolOf(node string) (Pool, bool) {
 }
 
 // Create registers every node with the API server, Ready (create, then the status
-// subresource, as a kubelet does), and the priority classes. Objects that exist are kept.
+// subresource, as a kubelet does), the priority classes, and for DRA pools the simulated
+// driver's DeviceClasses and ResourceSlices (dra.go). Objects that exist are kept.
 func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
 	for _, pc := range s.PriorityClasses {
 		_, err := client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
@@ -304,5 +314,5 @@ func Create(ctx context.Context, client kubernetes.Interface, s *Spec) error {
 			return fmt.Errorf("node %s status: %w", n.Name, err)
 		}
 	}
-	return nil
+	return createDRA(ctx, client, s)
 }

@@ -46,7 +46,8 @@ type ControllerManagerConfig struct {
 
 // DefaultControllers are the controllers the lab runs: workloads (Deployment, ReplicaSet,
 // StatefulSet), node failures (node lifecycle, taint-based eviction), the Eviction API's
-// PodDisruptionBudgets (disruption), and the clean-up ones (garbage collector, namespace, pod GC).
+// PodDisruptionBudgets (disruption), DRA's ResourceClaims made from pods' templates
+// (resourceclaim), and the clean-up ones (garbage collector, namespace, pod GC).
 func DefaultControllers() []string {
 	return []string{
 		names.DeploymentController,
@@ -55,6 +56,7 @@ func DefaultControllers() []string {
 		names.NodeLifecycleController,
 		names.TaintEvictionController,
 		names.DisruptionController,
+		names.ResourceClaimController,
 		names.GarbageCollectorController,
 		names.NamespaceController,
 		names.PodGarbageCollectorController,

@@ -55,7 +55,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	l, err := labenv.Start(ctx, labenv.Options{Dir: dir, Seed: 20, Speed: 0.25, Logger: logger})
+	l, err := labenv.Start(ctx, labenv.Options{Dir: dir, Seed: 20, Speed: 0.25, Logger: logger, Spec: cluster.WithDRA(cluster.Default())})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		return 1
@@ -121,6 +121,7 @@ type podSpec struct {
 	nodeSelector   map[string]string
 	requiredLabel  [2]string // key, value of a required node affinity term
 	crashes        int
+	gate           string // a scheduling gate the pod is created with
 }
 
 func (e *env) create(p podSpec) *corev1.Pod {
@@ -151,6 +152,9 @@ func (e *env) create(p podSpec) *corev1.Pod {
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: p.requiredLabel[0], Operator: corev1.NodeSelectorOpIn, Values: []string{p.requiredLabel[1]}}},
 			}}},
 		}}
+	}
+	if p.gate != "" {
+		pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: p.gate}}
 	}
 	out, err := client.CoreV1().Pods(e.ns).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {

@@ -23,6 +23,7 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -35,6 +36,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +57,9 @@ const (
 	// AnnotationCrashes makes the container crash that many times while loading the model
 	// before it becomes Ready (a crash loop with restarts).
 	AnnotationCrashes = "lab.schedlens.io/crashes"
+	// AnnotationPrepareFailures makes preparing the pod's DRA claims fail that many times
+	// (a FailedPrepareDynamicResources event each, one second apart) before it succeeds.
+	AnnotationPrepareFailures = "lab.schedlens.io/prepare-failures"
 )
 
 // Config tunes the simulation.
@@ -82,8 +88,9 @@ type Kubelet struct {
 	rng   *rand.Rand
 	nodes map[string]*node
 	pods  map[types.UID]*pod
-	ctx   context.Context
-	store cache.Store // the pods informer's, once Run started it
+	ctx    context.Context
+	store  cache.Store // the pods informer's, once Run started it
+	claims cache.Store // the ResourceClaims informer's, for a cluster with DRA pools
 }
 
 type node struct {
@@ -113,6 +120,8 @@ type pod struct {
 	ip        string
 	gpu, slot int // -1 without a GPU
 	units     int
+	sharing   string // how its DRA claim shares the GPU (cluster sharing modes); "" for the pool's
+	prepare   int    // DRA prepare failures still to inject
 	crashes   int
 	restarts  int
 	running   bool
@@ -146,7 +155,7 @@ func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *sl
 				slots = p.Sharing.Slices
 			}
 			for g := range p.GPU.Count {
-				nd.gpus = append(nd.gpus, gpu{uuid: gpuUUID(nd.name, g), slots: make([]types.UID, slots)})
+				nd.gpus = append(nd.gpus, gpu{uuid: cluster.GPUUUID(nd.name, g), slots: make([]types.UID, slots)})
 			}
 			k.nodes[nd.name] = nd
 			i++
@@ -155,21 +164,15 @@ func New(client kubernetes.Interface, spec *cluster.Spec, cfg Config, logger *sl
 	return k
 }
 
-// gpuUUID is a stable GPU-… UUID per node and index.
-func gpuUUID(nodeName string, index int) string {
-	h := uint64(14695981039346656037)
-	for _, c := range nodeName + "/" + strconv.Itoa(index) {
-		h = (h ^ uint64(c)) * 1099511628211
-	}
-	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h), uint16(h>>48), h&0xffffffffffff)
-}
-
 // Run posts the nodes' heartbeats and follows pods until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) error {
 	f := informers.NewSharedInformerFactory(k.client, 0)
 	inf := f.Core().V1().Pods().Informer()
 	k.mu.Lock()
 	k.ctx, k.store = ctx, inf.GetStore()
+	if k.spec.HasDRA() {
+		k.claims = f.Resource().V1().ResourceClaims().Informer().GetStore()
+	}
 	k.mu.Unlock()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { k.observe(obj) },
@@ -205,7 +208,9 @@ func (k *Kubelet) observe(obj any) {
 		}
 		st = k.admit(p, nd)
 		k.pods[p.UID] = st
-		if p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil && st.prepare > 0 {
+			k.after(st, 1, k.failPrepare)
+		} else if p.DeletionTimestamp == nil {
 			k.after(st, k.pullDelay(st)+k.startDelay(), k.start)
 		}
 	}
@@ -224,6 +229,13 @@ func (k *Kubelet) admit(p *corev1.Pod, nd *node) *pod {
 	}
 	if n, err := strconv.Atoi(p.Annotations[AnnotationCrashes]); err == nil && n > 0 {
 		st.crashes = n
+	}
+	if n, err := strconv.Atoi(p.Annotations[AnnotationPrepareFailures]); err == nil && n > 0 && len(p.Spec.ResourceClaims) > 0 {
+		st.prepare = n
+	}
+	if nd.pool.DRA {
+		k.admitClaims(p, nd, st)
+		return st
 	}
 	if len(p.Spec.Containers) > 0 {
 		st.container, st.image = p.Spec.Containers[0].Name, p.Spec.Containers[0].Image
@@ -246,6 +258,139 @@ func (k *Kubelet) admit(p *corev1.Pod, nd *node) *pod {
 		}
 	}
 	return st
+}
+
+// admitClaims gives a pod on a DRA node the devices its claims were allocated there: a MIG
+// instance is its slot; a whole GPU takes a slot of its own, added when pods share the claim
+// (or, as the driver allows with sharing configured, several claims the device).
+func (k *Kubelet) admitClaims(p *corev1.Pod, nd *node, st *pod) {
+	if k.claims == nil {
+		return
+	}
+	for _, name := range claimNames(p) {
+		obj, ok, err := k.claims.GetByKey(p.Namespace + "/" + name)
+		if err != nil || !ok {
+			continue
+		}
+		claim := obj.(*resourcev1.ResourceClaim)
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		if len(claim.Status.ReservedFor) > 1 {
+			st.sharing = cluster.TimeSlicing // the driver's default for a shared claim
+		}
+		if s := claimSharing(claim); s != "" {
+			st.sharing = s
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			g, inst, ok := cluster.ParseDRADevice(r.Device)
+			if r.Driver != cluster.DRADriver || r.Pool != nd.name || !ok || g >= len(nd.gpus) {
+				continue
+			}
+			slot := inst
+			if nd.pool.Sharing.Mode != cluster.MIG {
+				slot = slices.Index(nd.gpus[g].slots, "")
+				if slot < 0 {
+					nd.gpus[g].slots = append(nd.gpus[g].slots, "")
+					slot = len(nd.gpus[g].slots) - 1
+				}
+			}
+			if slot >= len(nd.gpus[g].slots) {
+				continue
+			}
+			nd.gpus[g].slots[slot] = p.UID
+			st.units++
+			if st.gpu < 0 {
+				st.gpu, st.slot = g, slot
+			}
+		}
+	}
+}
+
+// claimNames are the names of the ResourceClaims a pod uses: by name, made from a template
+// (its status names them), or generated for extended resources.
+func claimNames(p *corev1.Pod) []string {
+	var out []string
+	made := map[string]string{}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			made[s.Name] = *s.ResourceClaimName
+		}
+	}
+	for _, rc := range p.Spec.ResourceClaims {
+		switch {
+		case rc.ResourceClaimName != nil:
+			out = append(out, *rc.ResourceClaimName)
+		case made[rc.Name] != "":
+			out = append(out, made[rc.Name])
+		}
+	}
+	if e := p.Status.ExtendedResourceClaimStatus; e != nil && e.ResourceClaimName != "" {
+		out = append(out, e.ResourceClaimName)
+	}
+	return out
+}
+
+// claimSharing is the sharing strategy of a claim's opaque config for the driver
+// (GpuConfig.sharing.strategy) as a cluster sharing mode; "" without one.
+func claimSharing(c *resourcev1.ResourceClaim) string {
+	for _, cfg := range c.Spec.Devices.Config {
+		if o := cfg.Opaque; o != nil && o.Driver == cluster.DRADriver {
+			var params struct {
+				Sharing *struct {
+					Strategy string `json:"strategy"`
+				} `json:"sharing"`
+			}
+			if json.Unmarshal(o.Parameters.Raw, &params) == nil && params.Sharing != nil {
+				switch params.Sharing.Strategy {
+				case "TimeSlicing":
+					return cluster.TimeSlicing
+				case "MPS":
+					return cluster.MPS
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// failPrepare: preparing the pod's claims failed (an injected failure); the kubelet retries
+// after a second, as its DRA manager does.
+func (k *Kubelet) failPrepare(st *pod) {
+	k.mu.Lock()
+	st.prepare--
+	again := st.prepare > 0
+	ns, name, uid := st.ns, st.name, st.uid
+	k.mu.Unlock()
+	k.event(ns, name, uid, corev1.EventTypeWarning, "FailedPrepareDynamicResources",
+		"Failed to prepare dynamic resources: NodePrepareResources failed for claim "+ns+"/"+name+": injected by the lab")
+	k.mu.Lock()
+	if again {
+		k.after(st, 1, k.failPrepare)
+	} else {
+		k.after(st, k.pullDelay(st)+k.startDelay(), k.start)
+	}
+	k.mu.Unlock()
+}
+
+// event records a Kubernetes Event about a pod, as the kubelet's recorder does.
+func (k *Kubelet) event(ns, name string, uid types.UID, typ, reason, note string) {
+	now := metav1.NowMicro()
+	ev := &eventsv1.Event{
+		// Named as the kubelet's recorder names them: the object's name and a unique suffix.
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", name, now.UnixNano()), Namespace: ns},
+		EventTime:           now,
+		ReportingController: "kubelet",
+		ReportingInstance:   "lab-kubelet",
+		Action:              "PrepareResources",
+		Reason:              reason,
+		Note:                note,
+		Type:                typ,
+		Regarding:           corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, UID: uid, APIVersion: "v1"},
+	}
+	if _, err := k.client.EventsV1().Events(ns).Create(k.ctx, ev, metav1.CreateOptions{}); err != nil {
+		k.logger.Warn("record event", "pod", ns+"/"+name, "reason", reason, "error", err)
+	}
 }
 
 // freeSlot picks the free slot on the least-used GPU.
@@ -326,6 +471,12 @@ func (k *Kubelet) after(st *pod, seconds float64, step func(*pod)) {
 func (k *Kubelet) start(st *pod) {
 	k.mu.Lock()
 	nd := st.node
+	if nd.pool.DRA && st.gpu < 0 && k.store != nil {
+		// Bound before this kubelet saw its claims allocated (two watches): look again.
+		if obj, ok, _ := k.store.GetByKey(st.ns + "/" + st.name); ok {
+			k.admitClaims(obj.(*corev1.Pod), nd, st)
+		}
+	}
 	nd.images[st.image] = true
 	if st.ip == "" {
 		n := nd.nextIP

@@ -124,6 +124,9 @@ func loadOf(st *pod) modelLoad {
 	l := modelLoad{product: st.node.pool.GPU.Product, cached: st.node.models[st.model]}
 	if st.gpu >= 0 {
 		l.sharing, l.sharers, l.profile = st.node.pool.Sharing.Mode, st.node.sharers(st.gpu), st.node.pool.Sharing.Profile
+		if st.sharing != "" {
+			l.sharing = st.sharing // a DRA claim's sharing, not the pool's
+		}
 	}
 	return l
 }

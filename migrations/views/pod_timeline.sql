@@ -19,10 +19,7 @@ SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
        COALESCE(p.scheduled_event_node, p.status_node) AS node,
        c.created, g.gated,
        p.first_unschedulable_at AS first_unschedulable,
-       CASE WHEN p.claims_allocated_at IS NULL THEN p.claims_allocated_observed_at
-            ELSE LEAST(clamp_up(seen_live(p.claims_allocated_at, p.claims_allocated_observed_at), GREATEST(c.created, g.gated)),
-                       p.claims_allocated_observed_at)
-       END AS claim_allocated,
+       CASE WHEN ca.at < c.created THEN c.created ELSE ca.at END AS claim_allocated,
        s.scheduled, r.running, rd.ready,
        p.first_success_at AS first_success,
        COALESCE(p.ended_at, u.unobserved_end) AS ended,
@@ -39,7 +36,8 @@ SELECT p.uid, p.cluster, p.namespace, p.name, p.exp_name, p.exp_arm, p.exp_run,
        (SELECT COALESCE(sum(se.max_count), 0) FROM pod_event_series se
          WHERE se.pod_uid = p.uid AND se.reason = 'FailedPrepareDynamicResources')::bigint AS failed_prepare,
        p.restarts, p.requests, p.request_errors, p.pre_ready_requests, p.pre_ready_errors,
-       p.workload_kind, p.workload_name, p.revision
+       p.workload_kind, p.workload_name, p.revision,
+       (p.gated_seen_at IS NOT NULL AND g.gated IS NULL) AS gate_held
 FROM pods p
 CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT NULL THEN
                                GREATEST(p.alive_at, (SELECT max(ip.listed_at) FROM inventory_pods ip
@@ -60,6 +58,10 @@ CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at,
 CROSS JOIN LATERAL (SELECT CASE WHEN p.gated_seen_at IS NOT NULL AND p.ungated_observed_at > p.gated_seen_at THEN
                                LEAST(GREATEST(p.ungated_observed_at, c.created), s.scheduled)
                            END AS gated) g
+CROSS JOIN LATERAL (SELECT CASE WHEN p.claims_allocated_at IS NULL THEN p.claims_allocated_observed_at
+                           ELSE LEAST(clamp_up(seen_live(p.claims_allocated_at, p.claims_allocated_observed_at), GREATEST(c.created, g.gated)),
+                                      p.claims_allocated_observed_at)
+                           END AS at) ca
 CROSS JOIN LATERAL (SELECT CASE WHEN p.running_started_at IS NULL THEN p.running_observed_at
                            ELSE LEAST(clamp_up(seen_live(p.running_started_at, p.running_observed_at), GREATEST(c.created, s.scheduled)), p.running_observed_at)
                            END AS running) r
