@@ -84,10 +84,10 @@ type Kubelet struct {
 	cfg    Config
 	logger *slog.Logger
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	nodes map[string]*node
-	pods  map[types.UID]*pod
+	mu     sync.Mutex
+	rng    *rand.Rand
+	nodes  map[string]*node
+	pods   map[types.UID]*pod
 	ctx    context.Context
 	store  cache.Store // the pods informer's, once Run started it
 	claims cache.Store // the ResourceClaims informer's, for a cluster with DRA pools
