@@ -15,7 +15,53 @@ type Timeline struct {
 	// Interruptions are the service interruptions of the pod's experiment arm and run that
 	// overlap its life (see Interruptions; DefaultMinGap).
 	Interruptions []Window `json:"interruptions"`
-	Events        []Event  `json:"events"`
+	// Gates are the pod's scheduling gates, each with when it was removed (GateWaits).
+	Gates  []GateWait `json:"gates"`
+	Events []Event    `json:"events"`
+}
+
+// GateWait is one scheduling gate of a pod: its name, when it was first seen on the pod and
+// when it was removed (the first snapshot without it; nil while it is still there).
+type GateWait struct {
+	Name      string     `json:"name"`
+	FirstSeen time.Time  `json:"first_seen"`
+	Removed   *time.Time `json:"removed"`
+}
+
+// GateWaits reads a pod's scheduling gates from the pod_status events of its (time-ordered)
+// event list: gates can only be removed, so each one's removal is the first snapshot after
+// one that held it that does not. Gates in the order first seen, then by name.
+func GateWaits(list []Event) []GateWait {
+	out := []GateWait{}
+	index := map[string]int{}
+	var held []string // the previous snapshot's gates
+	for _, e := range list {
+		if e.Kind != events.KindPodStatus {
+			continue
+		}
+		var p struct {
+			Gates []string `json:"scheduling_gates"`
+		}
+		if json.Unmarshal(e.Data, &p) != nil {
+			continue
+		}
+		for _, g := range held {
+			if i := index[g]; !slices.Contains(p.Gates, g) && out[i].Removed == nil {
+				at := e.OccurredAt
+				out[i].Removed = &at
+			}
+		}
+		fresh := slices.Clone(p.Gates)
+		slices.Sort(fresh)
+		for _, g := range fresh {
+			if _, ok := index[g]; !ok {
+				index[g] = len(out)
+				out = append(out, GateWait{Name: g, FirstSeen: e.OccurredAt})
+			}
+		}
+		held = p.Gates
+	}
+	return out
 }
 
 // Summary is a pod's identity, milestones, durations and counts. Times are UTC with sub-seconds
@@ -156,7 +202,7 @@ func Build(uid string, envs []*events.Envelope, keys events.LabelKeys) (tl Timel
 	f.ApplyInventories(WholeInventories(invs))
 	f.ApplyWatches(watches)
 	SortEvents(list)
-	tl = Timeline{Summary: Derive(f), Interruptions: []Window{}, Events: list}
+	tl = Timeline{Summary: Derive(f), Interruptions: []Window{}, Gates: GateWaits(list), Events: list}
 	if f.Experiment.Name != "" && f.Experiment.Run != "" {
 		from := f.FirstSeen
 		if tl.Milestones.Created != nil {

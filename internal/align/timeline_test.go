@@ -1,6 +1,7 @@
 package align_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -417,5 +418,35 @@ func TestBuildOrderIndependentAndIdempotent(t *testing.T) {
 	if !preempted || !censored || !restarted || !unschedulable || !served || !unobserved || !interrupted {
 		t.Errorf("generated set lacks a case: preempted %v, censored %v, restarted %v, unschedulable %v, served %v, deleted unobserved %v, interrupted %v",
 			preempted, censored, restarted, unschedulable, served, unobserved, interrupted)
+	}
+}
+
+// Two gates removed one after the other: each reads its own removal; a gate never removed
+// reads nil.
+func TestGateWaits(t *testing.T) {
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	snap := func(s float64, gates ...string) align.Event {
+		b, _ := json.Marshal(events.PodStatus{Phase: events.PhasePending, SchedulingGates: gates})
+		return align.Event{Kind: events.KindPodStatus, OccurredAt: at.Add(time.Duration(s * float64(time.Second))), Data: b}
+	}
+	sec := func(s float64) *time.Time { t := at.Add(time.Duration(s * float64(time.Second))); return &t }
+	got := align.GateWaits([]align.Event{
+		snap(0, "kueue.x-k8s.io/admission", "example.com/quota"),
+		snap(1, "kueue.x-k8s.io/admission", "example.com/quota"),
+		{Kind: events.KindK8sEvent, OccurredAt: at.Add(1500 * time.Millisecond), Data: []byte(`{"reason":"Scheduled"}`)},
+		snap(2, "kueue.x-k8s.io/admission"),
+		snap(3.5),
+		snap(4),
+	})
+	want := []align.GateWait{
+		{Name: "example.com/quota", FirstSeen: at, Removed: sec(2)},
+		{Name: "kueue.x-k8s.io/admission", FirstSeen: at, Removed: sec(3.5)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	held := align.GateWaits([]align.Event{snap(0, "a"), snap(1, "a")})
+	if len(held) != 1 || held[0].Removed != nil {
+		t.Errorf("a gate still there: %+v, want removed nil", held)
 	}
 }

@@ -43,6 +43,11 @@ func TestGatesAndClaimsAgreeWithAlign(t *testing.T) {
 			if gated && (d.Gated == nil || *d.Gated < 0.8 || d.SchedulableWait == nil || *d.Pending-*d.Gated-*d.SchedulableWait > 1e-9) {
 				t.Errorf("%s: gated %v + schedulable %v, pending %v: the split must add up, with the gate's wait ≥ 0.8 s", tl.Pod.Name, d.Gated, d.SchedulableWait, d.Pending)
 			}
+			if g := tl.Gates; gated && (len(g) != 1 || g[0].Name != "kueue.x-k8s.io/admission" || g[0].Removed == nil || !g[0].Removed.Equal(*m.Gated)) {
+				t.Errorf("%s: gates %+v; want the admission gate, removed at the gated milestone %v", tl.Pod.Name, g, m.Gated)
+			} else if !gated && len(g) != 0 {
+				t.Errorf("%s: gates %+v, want none", tl.Pod.Name, g)
+			}
 			if gated && m.FirstUnschedulable != nil && m.FirstUnschedulable.Before(*m.Gated) {
 				t.Errorf("%s: unschedulable at %v, before its gate went at %v", tl.Pod.Name, m.FirstUnschedulable, m.Gated)
 			}

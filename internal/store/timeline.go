@@ -93,6 +93,7 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 	if err != nil {
 		return tl, err
 	}
+	tl.Gates = align.GateWaits(tl.Events)
 	tl.Interruptions = []align.Window{}
 	exp := tl.Experiment
 	if exp.Name == nil || exp.Run == nil || tl.ObservedUntil == nil {
