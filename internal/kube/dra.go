@@ -97,7 +97,7 @@ func resolveClaim(pc *events.PodClaim, namespace string, dra DRA) {
 		}
 	}
 	pc.ReservedFor = len(claim.Status.ReservedFor)
-	pc.Sharing = sharingOf(claim.Spec.Devices.Config)
+	pc.Sharing = ClaimSharing(claim)
 	alloc := claim.Status.Allocation
 	if alloc == nil {
 		return
@@ -107,9 +107,7 @@ func resolveClaim(pc *events.PodClaim, namespace string, dra DRA) {
 		t = micro(t)
 		pc.AllocationObserved = &t
 	}
-	if s := sharingOfAllocated(alloc.Devices.Config); s != "" {
-		pc.Sharing = s
-	}
+
 	for _, r := range alloc.Devices.Results {
 		d := events.ClaimDevice{Request: r.Request, DeviceClass: classes[r.Request], Driver: r.Driver, Pool: r.Pool, Device: r.Device}
 		if r.ShareID != nil {
@@ -158,18 +156,18 @@ type gpuConfig struct {
 	} `json:"sharing"`
 }
 
-func sharingOf(cfgs []resourcev1.DeviceClaimConfiguration) string {
+// ClaimSharing is the sharing strategy a claim's opaque configuration for NVIDIA's driver asks
+// for (events.SharingTimeSlicing or events.SharingMPS; the allocation's copy of the config
+// wins over the spec's, the last entry over earlier ones), "" when none does.
+func ClaimSharing(claim *resourcev1.ResourceClaim) string {
 	var s string
-	for _, c := range cfgs {
+	for _, c := range claim.Spec.Devices.Config {
 		s = cmp.Or(opaqueSharing(c.Opaque), s)
 	}
-	return s
-}
-
-func sharingOfAllocated(cfgs []resourcev1.DeviceAllocationConfiguration) string {
-	var s string
-	for _, c := range cfgs {
-		s = cmp.Or(opaqueSharing(c.Opaque), s)
+	if a := claim.Status.Allocation; a != nil {
+		for _, c := range a.Devices.Config {
+			s = cmp.Or(opaqueSharing(c.Opaque), s)
+		}
 	}
 	return s
 }

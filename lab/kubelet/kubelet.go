@@ -23,7 +23,6 @@ package kubelet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -46,6 +45,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/lab/cluster"
 	"github.com/schedlens/schedlens/lab/sim"
 )
@@ -267,9 +267,9 @@ func (k *Kubelet) admitClaims(p *corev1.Pod, nd *node, st *pod) {
 	if k.claims == nil {
 		return
 	}
-	for _, name := range claimNames(p) {
-		obj, ok, err := k.claims.GetByKey(p.Namespace + "/" + name)
-		if err != nil || !ok {
+	for _, pc := range kube.PodClaims(p, nil) {
+		obj, ok, err := k.claims.GetByKey(p.Namespace + "/" + pc.Claim)
+		if pc.Claim == "" || err != nil || !ok {
 			continue
 		}
 		claim := obj.(*resourcev1.ResourceClaim)
@@ -279,8 +279,8 @@ func (k *Kubelet) admitClaims(p *corev1.Pod, nd *node, st *pod) {
 		if len(claim.Status.ReservedFor) > 1 {
 			st.sharing = cluster.TimeSlicing // the driver's default for a shared claim
 		}
-		if s := claimSharing(claim); s != "" {
-			st.sharing = s
+		if s := kube.ClaimSharing(claim); s != "" {
+			st.sharing = s // events.SharingTimeSlicing and SharingMPS are cluster.TimeSlicing and MPS
 		}
 		for _, r := range claim.Status.Allocation.Devices.Results {
 			g, inst, ok := cluster.ParseDRADevice(r.Device)
@@ -305,53 +305,6 @@ func (k *Kubelet) admitClaims(p *corev1.Pod, nd *node, st *pod) {
 			}
 		}
 	}
-}
-
-// claimNames are the names of the ResourceClaims a pod uses: by name, made from a template
-// (its status names them), or generated for extended resources.
-func claimNames(p *corev1.Pod) []string {
-	var out []string
-	made := map[string]string{}
-	for _, s := range p.Status.ResourceClaimStatuses {
-		if s.ResourceClaimName != nil {
-			made[s.Name] = *s.ResourceClaimName
-		}
-	}
-	for _, rc := range p.Spec.ResourceClaims {
-		switch {
-		case rc.ResourceClaimName != nil:
-			out = append(out, *rc.ResourceClaimName)
-		case made[rc.Name] != "":
-			out = append(out, made[rc.Name])
-		}
-	}
-	if e := p.Status.ExtendedResourceClaimStatus; e != nil && e.ResourceClaimName != "" {
-		out = append(out, e.ResourceClaimName)
-	}
-	return out
-}
-
-// claimSharing is the sharing strategy of a claim's opaque config for the driver
-// (GpuConfig.sharing.strategy) as a cluster sharing mode; "" without one.
-func claimSharing(c *resourcev1.ResourceClaim) string {
-	for _, cfg := range c.Spec.Devices.Config {
-		if o := cfg.Opaque; o != nil && o.Driver == cluster.DRADriver {
-			var params struct {
-				Sharing *struct {
-					Strategy string `json:"strategy"`
-				} `json:"sharing"`
-			}
-			if json.Unmarshal(o.Parameters.Raw, &params) == nil && params.Sharing != nil {
-				switch params.Sharing.Strategy {
-				case "TimeSlicing":
-					return cluster.TimeSlicing
-				case "MPS":
-					return cluster.MPS
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // failPrepare: preparing the pod's claims failed (an injected failure); the kubelet retries
