@@ -76,6 +76,9 @@ type Arm struct {
 	PriorityClass string              `json:"priorityClass,omitempty"`
 	Tolerations   []corev1.Toleration `json:"tolerations,omitempty"`
 	Background    *Background         `json:"background,omitempty"`
+	// Claim and Gate (dra.go): the pods' GPU through a DRA claim; a scheduling gate first.
+	Claim *Claim `json:"claim,omitempty"`
+	Gate  *Gate  `json:"gate,omitempty"`
 	// Template, when set (LoadManifests: the arm's Deployment), is the pod the arm runs; the
 	// placement fields above are then unused.
 	Template *corev1.PodTemplateSpec `json:"-"`
@@ -126,6 +129,16 @@ func Parse(b []byte) (*Definition, error) {
 			return nil, fmt.Errorf("arm name %q missing or repeated", a.Name)
 		}
 		names[a.Name] = true
+		if a.Claim != nil {
+			if err := a.Claim.validate(a.Name); err != nil {
+				return nil, err
+			}
+		}
+		if a.Gate != nil {
+			if err := a.Gate.validate(a.Name); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if d.Baseline == "" {
 		d.Baseline = d.Arms[0].Name
@@ -290,6 +303,12 @@ func (d *Definition) pod(arm Arm, armLabel, namespace string, run int, name stri
 	if na.RequiredDuringSchedulingIgnoredDuringExecution != nil || len(na.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
 		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &na}
 	}
+	if arm.Claim != nil {
+		d.useClaim(p, arm, run)
+	}
+	if arm.Gate != nil {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: arm.Gate.Name}}
+	}
 	return p
 }
 
@@ -311,11 +330,25 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 			return err
 		}
 	}
+	if arm.Claim != nil {
+		if err := r.ensureClaim(ctx, d, arm, run); err != nil {
+			return err
+		}
+	}
 	names, err := r.createAll(ctx, pods)
 	if err != nil {
 		return err
 	}
 	all = append(all, names...)
+	if arm.Gate != nil {
+		report("gated", 0, len(names), nil)
+		if !wait.Sleep(ctx, arm.Gate.Hold.Duration) {
+			return ctx.Err()
+		}
+		if err := r.openGates(ctx, names); err != nil {
+			return err
+		}
+	}
 	unready, err := r.waitReady(ctx, names, r.Timeout, func(n int) { report("waiting", n, len(names), nil) })
 	if err != nil {
 		return err
@@ -326,6 +359,9 @@ func (r *Runner) arm(ctx context.Context, d *Definition, arm Arm, run int) error
 	}
 	report("cleaning", len(names)-len(unready), len(names), unready)
 	if err := r.deleteAll(ctx, all); err != nil {
+		return err
+	}
+	if err := r.releaseClaim(ctx, d, arm, run); err != nil {
 		return err
 	}
 	report("done", len(names)-len(unready), len(names), unready)

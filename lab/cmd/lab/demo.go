@@ -300,12 +300,18 @@ func printSummary(w io.Writer, def *experiment.Definition, c compare.Comparison)
 		{"error rate", "error_rate", "%.3f"}, {"pre-Ready errors/pod", "pre_ready_errors", "%.1f"},
 		{"GPU util %", "gpu_util_mean_pct", "%.1f"},
 	}
+	gated := slices.ContainsFunc(def.Arms, func(a experiment.Arm) bool { return a.Gate != nil })
+	if gated {
+		// Where the wait was, when an arm waits behind a scheduling gate (docs/dra.md).
+		cols = append(cols, struct{ head, metric, format string }{"gated p95", "gated_p95_s", "%.3f"},
+			struct{ head, metric, format string }{"schedulable p95", "schedulable_wait_p95_s", "%.3f"})
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	head := "arm\tpods\tscheduled\tnever\tpreempted"
 	for _, col := range cols {
 		head += "\t" + col.head
 	}
-	fmt.Fprintln(tw, head+"\tGPU pools")
+	fmt.Fprintln(tw, head+"\tGPU and sharing\tGPU pools")
 	for _, arm := range order {
 		a, ok := byArm[arm]
 		if !ok {
@@ -341,12 +347,15 @@ func printSummary(w io.Writer, def *experiment.Definition, c compare.Comparison)
 			line += "\t" + cell
 		}
 		pools := map[string]int{}
+		gpu := "–"
 		if p := c.Placement[arm]; p != nil {
 			for node, n := range p.Nodes {
 				pools[nodeModel(node)] += n
 			}
+			// The GPU each arm's pods got and how they shared it, device plugin or DRA alike.
+			gpu = strings.Join(slices.Sorted(maps.Keys(p.GPUModels)), ",") + " " + strings.Join(slices.Sorted(maps.Keys(p.Sharing)), ",")
 		}
-		fmt.Fprintln(tw, line+"\t"+modelList(pools))
+		fmt.Fprintln(tw, line+"\t"+gpu+"\t"+modelList(pools))
 	}
 	tw.Flush()
 }

@@ -40,7 +40,9 @@ commands:
          on the machine's Postgres; run the experiment (default day20: 4 arms × 3 repeats and the
          disruption scenarios; -manifests DIR: the experiment as Kustomize manifests) with a
          progress display, then the workload scenario (-workload=false: skip it), print a
-         summary, then keep the API up until Ctrl-C (-exit: stop after the summary)
+         summary, then keep the API up until Ctrl-C (-exit: stop after the summary); -dra adds
+         GPU pools NVIDIA's DRA driver publishes and runs day20-dra (device-plugin sharing vs
+         DRA claims, an admission gate; docs/dra.md)
   preflight  check Deployments, StatefulSets, Jobs, Pods, PDBs, PriorityClasses and experiment
          ConfigMaps against a live cluster (-kubeconfig) or a lab cluster spec; -simulate places
          every replica with the real kube-scheduler; see docs/preflight.md
@@ -54,7 +56,7 @@ type options struct {
 	databaseURL, httpAddr            string
 	speed                            float64
 	seed                             int64
-	exit, workload                   bool
+	exit, workload, dra              bool
 	log                              config.Logging
 }
 
@@ -71,6 +73,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int(&speed, "speed-percent", "SCHEDLENS_LAB_SPEED_PERCENT", 50, "simulated kubelet delays as a percentage of the model's (100 = the documented delays)")
 	fs.Int(&seed, "seed", "SCHEDLENS_LAB_SEED", 20, "seed of the simulation")
 	fs.BoolVar(&o.exit, "exit", false, "demo: stop after printing the summary")
+	fs.Bool(&o.dra, "dra", "SCHEDLENS_LAB_DRA", false, "add the DRA pools (an H200 node and a MIG node whose GPUs the simulated gpu.nvidia.com driver publishes as ResourceSlices); demo: run day20-dra unless -experiment or -manifests")
 	fs.Bool(&o.workload, "workload", "SCHEDLENS_LAB_WORKLOAD", true, "demo: after the experiment, take an unlabelled inference Deployment (namespace prod-<date>) through a rollout, a drain and a node failure, through the real controllers")
 	o.log.Define(fs)
 	fs.UsageText(usageText)
@@ -113,6 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	def := experiment.Day20()
+	if o.dra {
+		spec, def = cluster.WithDRA(spec), experiment.Day20DRA()
+	}
 	var extra []*unstructured.Unstructured
 	switch {
 	case o.manifests != "" && o.experimentFile != "":

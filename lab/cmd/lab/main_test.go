@@ -165,6 +165,37 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// lab demo -dra: on the DRA pools the real scheduler allocates the claims; the summary says
+// which GPU each arm got and how it was shared — the device plugin's and DRA's in one table —
+// and splits the admission arm's pending into the gate's wait and the scheduler's.
+func TestDemoDRA(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// A lab of its own: this test binary again, as the lab command (see TestMain).
+	cmd := exec.CommandContext(ctx, os.Args[0], "demo", "-exit", "-dra", "-workload=false", "-experiment", "testdata/mini-dra.yaml", "-speed-percent", "25", "-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lab demo -dra: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	text := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^lab up: 10 GPU nodes`),
+		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s.*\sexclusive\s`),
+		// One claim per repeat, both pods on one H200 time-sliced by the driver's config.
+		regexp.MustCompile(`(?m)^sharing-dra\s+4\s+4\s+0\s+0\s.*\sNVIDIA-H200 time-slicing\s+h200-dra×4$`),
+		regexp.MustCompile(`(?m)^dra-mig\s+4\s+4\s+0\s+0\s.*\sNVIDIA-A100-SXM4-80GB mig\s+a100-mig-dra×4$`),
+		// Held 2 s by the gate (×0.25 does not scale it: the runner holds it in real time),
+		// then scheduled at once.
+		regexp.MustCompile(`(?m)^admission\s+4\s+4\s+0\s+0\s.*\s[2-3]\.\d{3}\s+0\.[0-4]\d\d\s+\S+ exclusive\s`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{"lab"}, {"lab", "frobnicate"}, {"lab", "up", "-no-such-flag"}, {"lab", "up", "extra"}, {"lab", "demo", "-speed-percent", "0"}} {
 		var out, errb bytes.Buffer
