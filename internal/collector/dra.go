@@ -150,14 +150,16 @@ func (c *Collector) onClaim(old, obj any) {
 		(prev.Status.Allocation == nil) == (claim.Status.Allocation == nil) && len(prev.Status.ReservedFor) == len(claim.Status.ReservedFor) {
 		return
 	}
+	if !c.ready.Load() {
+		// The pod informers are still starting (their first list resolves the claims as they
+		// are): nothing to publish again, and the scopes' informers are not set yet.
+		return
+	}
 	for _, ref := range claim.Status.ReservedFor {
 		if ref.Resource != "pods" || ref.APIGroup != "" {
 			continue
 		}
 		for _, sw := range c.scopes {
-			if sw.pods == nil {
-				continue
-			}
 			obj, ok, err := sw.pods.GetStore().GetByKey(claim.Namespace + "/" + ref.Name)
 			if err != nil || !ok {
 				continue
