@@ -31,6 +31,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// labProcess runs the lab command with args in a process of its own (this test binary again,
+// see TestMain), on a database of the test's and a free API port, and returns what it printed.
+func labProcess(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lab %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
 // copyDir copies the regular files of a directory tree.
 func copyDir(t *testing.T, from, to string) {
 	t.Helper()
@@ -70,16 +86,7 @@ func TestDemoManifests(t *testing.T) {
 	if err := os.WriteFile(cmPath, bytes.Replace(cm, []byte(`repeats: "3"`), []byte(`repeats: "2"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "demo", "-exit", "-manifests", dir, "-speed-percent", "25", "-dir", t.TempDir())
-	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lab demo -manifests: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
-	}
-	text := out.String()
+	text := labProcess(t, 8*time.Minute, "demo", "-exit", "-manifests", dir, "-speed-percent", "25", "-dir", t.TempDir())
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^experiment day20: 5 arms × 2 repeats, 3 pods each`),
 		regexp.MustCompile(`(?m)^control \(baseline\)\s+6\s+6\s+0\s+0\s`),
@@ -169,17 +176,7 @@ func TestDemo(t *testing.T) {
 // which GPU each arm got and how it was shared — the device plugin's and DRA's in one table —
 // and splits the admission arm's pending into the gate's wait and the scheduler's.
 func TestDemoDRA(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	// A lab of its own: this test binary again, as the lab command (see TestMain).
-	cmd := exec.CommandContext(ctx, os.Args[0], "demo", "-exit", "-dra", "-workload=false", "-experiment", "testdata/mini-dra.yaml", "-speed-percent", "25", "-dir", t.TempDir())
-	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lab demo -dra: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
-	}
-	text := out.String()
+	text := labProcess(t, 5*time.Minute, "demo", "-exit", "-dra", "-workload=false", "-experiment", "testdata/mini-dra.yaml", "-speed-percent", "25", "-dir", t.TempDir())
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^lab up: 10 GPU nodes`),
 		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s.*\sexclusive\s`),
