@@ -74,4 +74,16 @@
 // tail of the reason before it (old schedulers wrote "node(s) had taint {k: v}, that the pod
 // didn't tolerate"). "no nodes available to schedule pods" is 0/0 with that one reason, 0 nodes.
 // Any other note (bind errors, plugin errors) is not a scheduling failure of this shape: nil.
+// Volcano's "0/N nodes are unavailable: …" reads the same, also inside its gang message
+// ("pod group is not ready, …. Origin reason is <task>: …"); KAI-Scheduler's Unschedulable
+// notes have their own reader (ParseKAIUnschedulable).
+//
+// # GPUs through Dynamic Resource Allocation (PodClaims, GPUOfClaims)
+//
+// A pod's claims are resolved through the collector's caches (the DRA interface) to the devices
+// allocated for them and what their ResourceSlice says (NVIDIA's driver's attributes type,
+// productName, uuid, profile, parentUUID); when any is a GPU or MIG device, the pod's GPU comes
+// from them: sharing MIG, else the claim config's strategy, else shared-claim (reserved for
+// several pods), else consumable-share (shareID), else exclusive. docs/dra.md has the whole
+// reading.
 package kube
