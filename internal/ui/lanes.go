@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -345,19 +346,17 @@ func (c *chart) lane(s *svg, p align.Summary, y float64, outside, detail bool, f
 	if m.Ended != nil {
 		end = m.Ended
 	}
-	steps := []struct {
+	type step struct {
 		at    *time.Time
 		class string
-	}{{m.Created, "pending"}, {m.Scheduled, "start"}, {m.Running, "load"}, {m.Ready, "warm"}, {m.FirstSuccess, "serving"}}
+	}
+	steps := []step{{m.Created, "pending"}, {m.Scheduled, "start"}, {m.Running, "load"}, {m.Ready, "warm"}, {m.FirstSuccess, "serving"}}
 	if steps[0].at == nil {
 		steps[0].at = cmp.Or(m.Gated, m.FirstUnschedulable, m.Scheduled)
 	} else if m.Gated != nil {
 		// Held by a scheduling gate first: the gate's wait, then the scheduler's.
-		steps = append(steps[:1:1], append([]struct {
-			at    *time.Time
-			class string
-		}{{m.Gated, "pending"}}, steps[1:]...)...)
 		steps[0].class = "gated"
+		steps = slices.Insert(steps, 1, step{m.Gated, "pending"})
 	}
 	by := y + 4
 	open := false
