@@ -97,17 +97,32 @@ func (c *Claim) spec() resourcev1.ResourceClaimSpec {
 	return s
 }
 
+// ClaimObjects are what an arm's pods claim their GPUs from in a run: its shared
+// ResourceClaim or its ResourceClaimTemplate (the other nil), in namespace; both nil for an
+// arm without a claim.
+func (d *Definition) ClaimObjects(arm Arm, namespace string, run int) (*resourcev1.ResourceClaim, *resourcev1.ResourceClaimTemplate) {
+	if arm.Claim == nil {
+		return nil, nil
+	}
+	meta := metav1.ObjectMeta{Name: d.claimName(arm, run), Namespace: namespace}
+	if arm.Claim.Shared {
+		return &resourcev1.ResourceClaim{TypeMeta: metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaim"}, ObjectMeta: meta, Spec: arm.Claim.spec()}, nil
+	}
+	return nil, &resourcev1.ResourceClaimTemplate{TypeMeta: metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaimTemplate"}, ObjectMeta: meta,
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: arm.Claim.spec()}}
+}
+
 // ensureClaim creates the arm's shared claim for the run, or its claim template, unless it
 // exists.
 func (r *Runner) ensureClaim(ctx context.Context, d *Definition, arm Arm, run int) error {
 	name := d.claimName(arm, run)
 	res := r.Client.ResourceV1()
+	claim, tpl := d.ClaimObjects(arm, r.Namespace, run)
 	var err error
-	if arm.Claim.Shared {
-		_, err = res.ResourceClaims(r.Namespace).Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: arm.Claim.spec()}, metav1.CreateOptions{})
+	if claim != nil {
+		_, err = res.ResourceClaims(r.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 	} else {
-		_, err = res.ResourceClaimTemplates(r.Namespace).Create(ctx, &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: arm.Claim.spec()}}, metav1.CreateOptions{})
+		_, err = res.ResourceClaimTemplates(r.Namespace).Create(ctx, tpl, metav1.CreateOptions{})
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("claim %s: %w", name, err)

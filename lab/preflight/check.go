@@ -51,6 +51,11 @@ type ClusterSummary struct {
 	PriorityClasses int           `json:"priority_classes"`
 	PDBs            int           `json:"pdbs"`
 	GPUPods         int           `json:"gpu_pods"`
+	// DRA: the DeviceClasses, ResourceSlices and allocated claims read, or why none were.
+	DeviceClasses  int    `json:"device_classes"`
+	ResourceSlices int    `json:"resource_slices"`
+	DRAClaims      int    `json:"dra_claims"`
+	DRANote        string `json:"dra_note,omitempty"`
 }
 
 // PoolSummary is one node pool: its GPU model and the GPU resources its nodes offer.
@@ -59,7 +64,11 @@ type PoolSummary struct {
 	Nodes       int              `json:"nodes"`
 	GPUModel    string           `json:"gpu_model,omitempty"`
 	Allocatable map[string]int64 `json:"allocatable,omitempty"` // GPU resource → sum over the pool's nodes
-	Tainted     bool             `json:"tainted"`
+	// DRADevices counts, per DeviceClass, the devices of the pool's ResourceSlices its
+	// selectors match; DRAAllocated the pool's devices allocated to claims now.
+	DRADevices   map[string]int `json:"dra_devices,omitempty"`
+	DRAAllocated int            `json:"dra_allocated,omitempty"`
+	Tainted      bool           `json:"tainted"`
 }
 
 // Summary counts what the report holds.
@@ -96,7 +105,9 @@ func Check(in *Input, c *Cluster, opts Options) *Report {
 		ch.probes(w)
 		ch.rollout(w)
 		ch.workloadPDBs(w)
+		ch.extendedResources(w)
 	}
+	ch.claims()
 	for _, p := range in.PDBs {
 		ch.pdb(p)
 	}
@@ -145,7 +156,9 @@ func (r *Report) finish() {
 }
 
 func summarize(c *Cluster) ClusterSummary {
-	s := ClusterSummary{Source: c.Source, Nodes: len(c.Nodes), PriorityClasses: len(c.PriorityClasses), PDBs: len(c.PDBs), GPUPods: len(c.Pods)}
+	s := ClusterSummary{Source: c.Source, Nodes: len(c.Nodes), PriorityClasses: len(c.PriorityClasses), PDBs: len(c.PDBs), GPUPods: len(c.Pods),
+		DeviceClasses: len(c.DeviceClasses), ResourceSlices: len(c.ResourceSlices), DRAClaims: len(c.Claims), DRANote: c.DRANote}
+	dra := c.draPools()
 	for _, p := range c.Pools() {
 		ps := PoolSummary{Name: p.Name, Nodes: len(p.Nodes), Allocatable: map[string]int64{}}
 		for _, n := range p.Nodes {
@@ -163,6 +176,10 @@ func summarize(c *Cluster) ClusterSummary {
 		}
 		if len(ps.Allocatable) == 0 {
 			ps.Allocatable = nil
+		}
+		if d := dra[p.Name]; d != nil {
+			ps.DRADevices, ps.DRAAllocated = d.devices, d.allocated
+			ps.GPUModel = cmpOr(ps.GPUModel, d.model)
 		}
 		s.Pools = append(s.Pools, ps)
 	}

@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -29,6 +31,16 @@ type Cluster struct {
 	Pods []*corev1.Pod
 	// PoolLabel groups nodes into pools; "" picks the first of PoolLabels a node carries.
 	PoolLabel string
+
+	// DRA (resource.k8s.io/v1): the DeviceClasses, the ResourceSlices drivers publish, and
+	// the claims allocated now (devices in use). DRAListed is false when the API group was not
+	// read (not served, or forbidden): DRA rules then check only what the manifests define.
+	DeviceClasses  []resourcev1.DeviceClass
+	ResourceSlices []resourcev1.ResourceSlice
+	Claims         []resourcev1.ResourceClaim
+	DRAListed      bool
+	// DRANote says why DRA was not read, "" when it was.
+	DRANote string
 }
 
 // PoolLabels are node labels that group nodes into pools, tried in order: the node-pool labels
@@ -39,15 +51,28 @@ var PoolLabels = append(slices.Clone(events.NodePoolLabels), "node.kubernetes.io
 // FromSpec is the cluster of a lab cluster spec: its nodes as the device plugin and GPU feature
 // discovery advertise them, and its PriorityClasses.
 func FromSpec(s *cluster.Spec, source string) *Cluster {
-	c := &Cluster{Source: source, Nodes: s.Nodes()}
+	c := &Cluster{Source: source, Nodes: s.Nodes(), DRAListed: true}
+	if s.HasDRA() {
+		for _, dc := range cluster.DeviceClasses() {
+			c.DeviceClasses = append(c.DeviceClasses, *dc)
+		}
+		for _, p := range s.Pools {
+			for i := 1; i <= p.Nodes; i++ {
+				if sl := p.ResourceSlice(i); sl != nil {
+					c.ResourceSlices = append(c.ResourceSlices, *sl)
+				}
+			}
+		}
+	}
 	for _, pc := range s.PriorityClasses {
 		c.PriorityClasses = append(c.PriorityClasses, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, Value: pc.Value})
 	}
 	return c
 }
 
-// Snapshot reads a live cluster, read-only: nodes, PriorityClasses, PDBs and the pods that
-// request GPUs.
+// Snapshot reads a live cluster, read-only: nodes, PriorityClasses, PDBs, the pods that
+// request GPUs or hold claims, and DRA's DeviceClasses, ResourceSlices and allocated claims
+// (when resource.k8s.io/v1 is served and readable).
 func Snapshot(ctx context.Context, client kubernetes.Interface, source string) (*Cluster, error) {
 	c := &Cluster{Source: source}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -75,7 +100,7 @@ func Snapshot(ctx context.Context, client kubernetes.Interface, source string) (
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && kube.GPUOf(p, nil) != nil {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && (kube.GPUOf(p, nil) != nil || len(p.Spec.ResourceClaims) > 0) {
 				c.Pods = append(c.Pods, p)
 			}
 		}
@@ -85,7 +110,56 @@ func Snapshot(ctx context.Context, client kubernetes.Interface, source string) (
 		opts.Continue = pods.Continue
 	}
 	slices.SortFunc(c.Nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	if err := c.snapshotDRA(ctx, client); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// snapshotDRA lists DeviceClasses, ResourceSlices and the allocated ResourceClaims. A cluster
+// that does not serve resource.k8s.io/v1, or a user who may not read it, is checked without
+// (DRANote says so); other errors fail the snapshot.
+func (c *Cluster) snapshotDRA(ctx context.Context, client kubernetes.Interface) error {
+	res := client.ResourceV1()
+	classes, err := res.DeviceClasses().List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+		c.DRANote = "resource.k8s.io/v1 not read: " + err.Error()
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list device classes: %w", err)
+	}
+	c.DeviceClasses = classes.Items
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		sl, err := res.ResourceSlices().List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list resource slices: %w", err)
+		}
+		c.ResourceSlices = append(c.ResourceSlices, sl.Items...)
+		if sl.Continue == "" {
+			break
+		}
+		opts.Continue = sl.Continue
+	}
+	opts = metav1.ListOptions{Limit: 500}
+	for {
+		cl, err := res.ResourceClaims("").List(ctx, opts)
+		if err != nil {
+			return fmt.Errorf("list resource claims: %w", err)
+		}
+		for _, rc := range cl.Items {
+			if rc.Status.Allocation != nil && rc.DeletionTimestamp == nil {
+				c.Claims = append(c.Claims, rc)
+			}
+		}
+		if cl.Continue == "" {
+			break
+		}
+		opts.Continue = cl.Continue
+	}
+	c.DRAListed = true
+	return nil
 }
 
 // Pool is a group of nodes that share a pool label value.

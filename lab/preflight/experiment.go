@@ -10,7 +10,8 @@ import (
 )
 
 // ExperimentManifests renders a lab experiment definition as the manifests its runner applies
-// in one run: the experiment ConfigMap, then for each arm its background pods (annotated with
+// in one run: the experiment ConfigMap, then for each arm its ResourceClaim or
+// ResourceClaimTemplate (DRA arms), its background pods (annotated with
 // AnnotationGroup, so the dry run places them before the arm's pods, as the runner does) and
 // its pods.
 func ExperimentManifests(d *experiment.Definition, namespace string, run int) ([]byte, error) {
@@ -23,6 +24,11 @@ func ExperimentManifests(d *experiment.Definition, namespace string, run int) ([
 	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
 	docs := []any{cm}
 	for _, arm := range d.Arms {
+		if claim, tpl := d.ClaimObjects(arm, namespace, run); claim != nil {
+			docs = append(docs, claim)
+		} else if tpl != nil {
+			docs = append(docs, tpl)
+		}
 		bg, pods := d.Pods(arm, namespace, run)
 		for _, p := range bg {
 			p.Annotations[AnnotationGroup] = arm.Name

@@ -54,6 +54,10 @@ const (
 	RuleRolloutInvalid        = "rollout-invalid"
 	RuleExperimentNoRollback  = "experiment-no-rollback"
 	RuleApplicability         = "applicability"
+	RuleDRAClassMissing       = "dra-class-missing"
+	RuleDRANoDevice           = "dra-selector-no-device"
+	RuleDRAExtendedResource   = "dra-extended-resource"
+	RuleDRASharingUndeclared  = "dra-sharing-undeclared"
 	RuleSimulatePending       = "simulate-pending"
 	RuleSimulatePreempts      = "simulate-preempts"
 )
@@ -99,6 +103,18 @@ var Rules = []Rule{
 	{RuleApplicability, Info, "a strategy keyed on GPU model or product labels: the node pools where it applies, and the pools that lack the label",
 		"a strategy that depends on a GPU model or cluster feature must state where it applies",
 		"state the pools in the experiment, or label the pools that lack the key"},
+	{RuleDRAClassMissing, Error, "a ResourceClaim or ResourceClaimTemplate request naming a DeviceClass that neither the cluster nor the manifests define",
+		"the API server accepts the claim, but the scheduler cannot allocate it: the pods stay Pending",
+		"name a DeviceClass the cluster has (kubectl get deviceclasses), or add it to the manifests"},
+	{RuleDRANoDevice, Error, "a claim's request whose DeviceClass and CEL selectors match no device in any ResourceSlice of the cluster, or fewer devices on any one node than it asks for",
+		"the scheduler finds no device to allocate: the pods stay Pending with \"cannot allocate all claims\"",
+		"fix the selector (the message lists the values the devices carry for the attributes it reads), ask for fewer devices, or pick another DeviceClass"},
+	{RuleDRAExtendedResource, Warning, "a container asks for an extended resource (nvidia.com/gpu) that a DeviceClass maps through DRA (KEP-5004): which nodes serve it through the device plugin, which through a claim the scheduler creates",
+		"where both paths serve the resource, replicas land on either: GPU model, sharing and what schedlens reads for them differ by path (info when one path serves)",
+		"ask for the DRA path explicitly with a ResourceClaim, or keep the pods on the device-plugin nodes with node affinity"},
+	{RuleDRASharingUndeclared, Warning, "an experiment arm whose claims share GPUs differently from the baseline's (a GpuConfig sharing strategy, one claim for every replica) while the experiment's change declares no such sharing",
+		"the comparison would measure the sharing too, not only the declared change",
+		"declare the sharing in the experiment's change (e.g. \"GPU sharing: time-slicing\"), or give the arm the baseline's claims"},
 	{RuleSimulatePending, Error, "in the dry run with the real scheduler, a pod stayed Pending",
 		"the scheduler could not place it: its FailedScheduling message says why",
 		"see the message: free capacity, relax the rules, or lower the request"},

@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
@@ -84,6 +85,10 @@ type Input struct {
 	PDBs            []*PDB
 	PriorityClasses []*PriorityClass
 	Experiments     []*ExperimentConfig
+	// Claims are the ResourceClaims and ResourceClaimTemplates (resource.k8s.io), DeviceClasses
+	// the DeviceClasses.
+	Claims        []*Claim
+	DeviceClasses []*DeviceClass
 	// Ignored counts documents of other kinds (Services, ConfigMaps without the experiment
 	// label, custom resources …) by kind.
 	Ignored map[string]int
@@ -293,7 +298,7 @@ func (in *Input) object(file string, base int, js []byte, node *yamlv3.Node, def
 	o := &Object{Kind: meta.Kind, Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name, File: file, Line: line,
 		Annotations: meta.Metadata.Annotations, node: node, base: base, ignore: map[string]bool{}}
 	parseIgnore(o.ignore, o.Annotations)
-	namespaced := meta.Kind != "PriorityClass"
+	namespaced := meta.Kind != "PriorityClass" && meta.Kind != "DeviceClass"
 	if namespaced && o.Namespace == "" {
 		o.Namespace = defaultNamespace
 	}
@@ -347,9 +352,33 @@ func (in *Input) object(file string, base int, js []byte, node *yamlv3.Node, def
 			in.Objects = append(in.Objects, o)
 			in.Experiments = append(in.Experiments, &ExperimentConfig{Object: o, ConfigMap: &c})
 		}
+	case meta.Kind == "ResourceClaim" && draVersion(meta.APIVersion):
+		var c resourcev1.ResourceClaim
+		if decode(&c) {
+			in.Objects = append(in.Objects, o)
+			in.Claims = append(in.Claims, &Claim{Object: o, Spec: c.Spec, SpecPath: "spec"})
+		}
+	case meta.Kind == "ResourceClaimTemplate" && draVersion(meta.APIVersion):
+		var c resourcev1.ResourceClaimTemplate
+		if decode(&c) {
+			in.Objects = append(in.Objects, o)
+			in.Claims = append(in.Claims, &Claim{Object: o, Spec: c.Spec.Spec, SpecPath: "spec.spec"})
+		}
+	case meta.Kind == "DeviceClass" && draVersion(meta.APIVersion):
+		var c resourcev1.DeviceClass
+		if decode(&c) {
+			in.Objects = append(in.Objects, o)
+			in.DeviceClasses = append(in.DeviceClasses, &DeviceClass{Object: o, Class: c})
+		}
 	default:
 		in.Ignored[meta.Kind]++
 	}
+}
+
+// draVersion: the DRA objects are read as resource.k8s.io/v1; v1beta2 has the same shape.
+// Older versions (v1beta1, v1alpha3) are counted as ignored kinds.
+func draVersion(apiVersion string) bool {
+	return apiVersion == "resource.k8s.io/v1" || apiVersion == "resource.k8s.io/v1beta2"
 }
 
 var quotedField = regexp.MustCompile(`field "([^"]*)"`)

@@ -26,6 +26,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "preflight: %d objects against %s: %d nodes in %d pools (%s), %d PriorityClasses, %d PDBs, %d GPU pods\n",
 		r.Objects, r.Cluster.Source, r.Cluster.Nodes, len(r.Cluster.Pools), strings.Join(pools, ", "), r.Cluster.PriorityClasses, r.Cluster.PDBs, r.Cluster.GPUPods)
+	switch c := r.Cluster; {
+	case c.DRANote != "":
+		fmt.Fprintf(w, "DRA: %s\n", c.DRANote)
+	case c.DeviceClasses > 0 || c.ResourceSlices > 0:
+		var parts []string
+		for _, p := range c.Pools {
+			for _, class := range slices.Sorted(maps.Keys(p.DRADevices)) {
+				parts = append(parts, fmt.Sprintf("%s %d %s", p.Name, p.DRADevices[class], class))
+			}
+		}
+		fmt.Fprintf(w, "DRA: %d DeviceClasses, %d ResourceSlices, %d allocated claims; devices: %s\n",
+			c.DeviceClasses, c.ResourceSlices, c.DRAClaims, strings.Join(parts, ", "))
+	}
 	if len(r.Ignored) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(r.Ignored)) {

@@ -78,6 +78,7 @@ func (ch *checker) experiment(e *ExperimentConfig) {
 			diffs = append(diffs, fmt.Sprintf("replicas %d vs %d", w.Replicas, base.Replicas))
 		}
 		diffs = append(diffs, specDiff(base, w, ignore)...)
+		ch.claimSharing(exp, name, baseline, w, base, ignore["gpu"])
 		if len(diffs) == 0 {
 			continue
 		}
@@ -161,6 +162,9 @@ func changedFields(change string) map[string]bool {
 	if has("sharing", "time-slic", "mig", "mps") {
 		out["gpu"] = true // GPU resource names and tolerations of nvidia.com/ taints
 	}
+	if has("gate", "admission", "queue") {
+		out["schedulingGates"] = true // Kueue-style admission holds pods behind a gate
+	}
 	if has("image") {
 		out["image"] = true
 	}
@@ -204,6 +208,41 @@ func flatSpec(w *Workload, ignore map[string]bool) map[string]string {
 			}
 		}
 		spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(t corev1.Toleration) bool { return strings.HasPrefix(t.Key, "nvidia.com/") })
+		spec.ResourceClaims = nil // DRA's way of asking for GPUs
+		// Node labels GPU feature discovery sets (product, sharing strategy, MIG) select the
+		// GPU and its sharing on the device-plugin path.
+		for k := range spec.NodeSelector {
+			if strings.HasPrefix(k, "nvidia.com/") {
+				delete(spec.NodeSelector, k)
+			}
+		}
+		if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+			gpuLabel := func(r corev1.NodeSelectorRequirement) bool { return strings.HasPrefix(r.Key, "nvidia.com/") }
+			if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+				for i := range req.NodeSelectorTerms {
+					req.NodeSelectorTerms[i].MatchExpressions = slices.DeleteFunc(req.NodeSelectorTerms[i].MatchExpressions, gpuLabel)
+				}
+				req.NodeSelectorTerms = slices.DeleteFunc(req.NodeSelectorTerms, func(t corev1.NodeSelectorTerm) bool {
+					return len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0
+				})
+				if len(req.NodeSelectorTerms) == 0 {
+					a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
+				}
+			}
+			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = slices.DeleteFunc(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+				func(t corev1.PreferredSchedulingTerm) bool {
+					t.Preference.MatchExpressions = slices.DeleteFunc(t.Preference.MatchExpressions, gpuLabel)
+					return len(t.Preference.MatchExpressions) == 0 && len(t.Preference.MatchFields) == 0
+				})
+			if a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+				a.NodeAffinity = nil
+			}
+		}
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for i := range cs {
+				cs[i].Resources.Claims = nil
+			}
+		}
 	}
 	if ignore["image"] {
 		for i := range spec.Containers {

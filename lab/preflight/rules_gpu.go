@@ -16,6 +16,7 @@ import (
 func (ch *checker) gpuRequestLimit(w *Workload) {
 	spec := &w.Template.Spec
 	advertised := ch.c.advertised()
+	ch.draAdvertised(advertised)
 	check := func(kind string, cs []corev1.Container) {
 		for i, c := range cs {
 			field := w.SpecPath(fmt.Sprintf("%s[%d].resources", kind, i))

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -71,6 +72,12 @@ type SimulationInput struct {
 	Existing        []*corev1.Pod
 	Groups          []SimInputGroup
 	Pool            func(*corev1.Node) string
+	// DRA: the cluster's and the manifests' DeviceClasses, the cluster's ResourceSlices and
+	// allocated claims, and the manifests' ResourceClaims and ResourceClaimTemplates.
+	DeviceClasses  []resourcev1.DeviceClass
+	ResourceSlices []resourcev1.ResourceSlice
+	Claims         []resourcev1.ResourceClaim
+	ManifestClaims []*Claim
 }
 
 // SimInputGroup is the workloads of one group, created one after another (each settled before
@@ -84,7 +91,13 @@ type SimInputGroup struct {
 // the manifests' PriorityClasses and PDBs added to the cluster's.
 func SimulationOf(in *Input, c *Cluster) *SimulationInput {
 	s := &SimulationInput{Nodes: c.Nodes, PriorityClasses: append([]schedulingv1.PriorityClass(nil), c.PriorityClasses...),
-		PDBs: append([]policyv1.PodDisruptionBudget(nil), c.PDBs...), Existing: c.Pods, Pool: c.PoolOf}
+		PDBs: append([]policyv1.PodDisruptionBudget(nil), c.PDBs...), Existing: c.Pods, Pool: c.PoolOf,
+		DeviceClasses: append([]resourcev1.DeviceClass(nil), c.DeviceClasses...), ResourceSlices: c.ResourceSlices, Claims: c.Claims, ManifestClaims: in.Claims}
+	for _, dc := range in.DeviceClasses {
+		if c.deviceClass(dc.Name) == nil {
+			s.DeviceClasses = append(s.DeviceClasses, dc.Class)
+		}
+	}
 	for _, pc := range in.PriorityClasses {
 		s.PriorityClasses = append(s.PriorityClasses, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, Value: pc.Value, GlobalDefault: pc.GlobalDefault})
 	}

@@ -54,7 +54,7 @@ type options struct {
 	clusterFile, experiment   string
 	output, namespace, apiURL string
 	poolLabel, dir            string
-	simulate                  bool
+	simulate, dra             bool
 	simTimeout, modelLoad     time.Duration
 	log                       config.Logging
 }
@@ -67,7 +67,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.String(&o.kubeconfig, "kubeconfig", "", "", "check against this live cluster (read-only: nodes, PriorityClasses, PDBs, pods' GPU requests)")
 	fs.String(&o.kubeContext, "context", "", "", "kubeconfig context (default: its current one)")
 	fs.String(&o.clusterFile, "cluster", "SCHEDLENS_LAB_CLUSTER", "", "lab cluster spec YAML to check against (default: the lab's, lab/cluster/default.yaml)")
-	fs.String(&o.experiment, "experiment", "", "", "also check the pods a lab experiment definition's runner creates (e.g. lab/experiment/day20.yaml; \"day20\" for the embedded one)")
+	fs.String(&o.experiment, "experiment", "", "", "also check the pods a lab experiment definition's runner creates (e.g. lab/experiment/day20.yaml; \"day20\" or \"day20-dra\" for the embedded ones)")
+	fs.Bool(&o.dra, "dra", "SCHEDLENS_LAB_DRA", false, "with a lab cluster spec: add the lab's DRA pools (lab/cluster/dra.yaml: its DeviceClasses and ResourceSlices), as lab demo -dra runs")
 	fs.String(&o.output, "o", "", "table", "output: table, json or sarif")
 	fs.String(&o.namespace, "namespace", "", "default", "namespace of objects that name none")
 	fs.String(&o.apiURL, "api", "SCHEDLENS_API_URL", "", "schedlens API to read measured model-load times from (e.g. http://127.0.0.1:8080)")
@@ -96,6 +97,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usage("-f PATH (or -experiment) is required")
 	case o.kubeconfig != "" && o.clusterFile != "":
 		return usage("-kubeconfig and -cluster exclude each other")
+	case o.kubeconfig != "" && o.dra:
+		return usage("-dra adds the lab's DRA pools to a lab cluster spec; a live cluster's are read from it")
 	case o.output != "table" && o.output != "json" && o.output != "sarif":
 		return usage("-o %q: want table, json or sarif", o.output)
 	case o.simTimeout <= 0 || o.modelLoad <= 0:
@@ -117,7 +120,9 @@ func check(ctx context.Context, o options, stdin io.Reader, stdout io.Writer, lo
 	in := preflight.Load(o.files, stdin, o.namespace)
 	if o.experiment != "" {
 		def := experiment.Day20()
-		if o.experiment != "day20" {
+		if o.experiment == "day20-dra" {
+			def = experiment.Day20DRA()
+		} else if o.experiment != "day20" {
 			var err error
 			if def, err = experiment.Load(o.experiment); err != nil {
 				return 0, err
@@ -167,14 +172,18 @@ func check(ctx context.Context, o options, stdin io.Reader, stdout io.Writer, lo
 // clusterOf is the cluster to check against: a live snapshot, or a lab cluster spec.
 func clusterOf(ctx context.Context, o options) (*preflight.Cluster, error) {
 	if o.kubeconfig == "" {
-		if o.clusterFile == "" {
-			return preflight.FromSpec(cluster.Default(), "lab cluster spec (default)"), nil
+		s, source := cluster.Default(), "lab cluster spec (default)"
+		if o.clusterFile != "" {
+			var err error
+			if s, err = cluster.Load(o.clusterFile); err != nil {
+				return nil, err
+			}
+			source = "lab cluster spec " + o.clusterFile
 		}
-		s, err := cluster.Load(o.clusterFile)
-		if err != nil {
-			return nil, err
+		if o.dra {
+			s, source = cluster.WithDRA(s), source+" with the DRA pools"
 		}
-		return preflight.FromSpec(s, "lab cluster spec "+o.clusterFile), nil
+		return preflight.FromSpec(s, source), nil
 	}
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext})

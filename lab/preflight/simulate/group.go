@@ -41,6 +41,9 @@ func (r *run) group(ctx context.Context, g preflight.SimInputGroup) (*preflight.
 		return nil, err
 	}
 	defer undo()
+	if err := r.groupClaims(ctx); err != nil {
+		return nil, err
+	}
 	var all []*created
 	for _, w := range g.Workloads {
 		var batch []*created
@@ -120,6 +123,9 @@ func (r *run) group(ctx context.Context, g preflight.SimInputGroup) (*preflight.
 	}
 	sortVictims(res.Preempted)
 	if err := r.remove(ctx, all); err != nil {
+		return nil, err
+	}
+	if err := r.removeClaims(ctx); err != nil {
 		return nil, err
 	}
 	res.Seconds = time.Since(t0).Seconds()

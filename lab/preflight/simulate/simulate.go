@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
 	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/lab/controlplane"
@@ -61,7 +64,9 @@ func Start(ctx context.Context, dir string, logger *slog.Logger) (*Simulator, er
 		logger = slog.New(slog.DiscardHandler)
 	}
 	t0 := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: dir})
+	// The resourceclaim controller makes pods' claims from their ResourceClaimTemplates.
+	cp, err := controlplane.Start(ctx, controlplane.Config{Dir: dir,
+		ControllerManager: &controlplane.ControllerManagerConfig{Controllers: []string{names.ResourceClaimController}}})
 	if err != nil {
 		return nil, fmt.Errorf("simulation control plane: %w", err)
 	}
@@ -95,6 +100,9 @@ type run struct {
 	events   cache.Indexer
 	nodes    map[string]*corev1.Node
 	existing map[string]*corev1.Pod // namespace/name → sanitized pod to create
+	claims   cache.Indexer          // ResourceClaims
+	slices   []*resourcev1.ResourceSlice
+	kept     map[string]bool // namespace/name of the cluster's allocated claims
 	mu       sync.Mutex
 	uids     map[types.UID]string // pods this run created → namespace/name
 }
@@ -113,8 +121,9 @@ func (s *Simulator) Run(ctx context.Context, in *preflight.SimulationInput, time
 		f.Shutdown()
 	}()
 	podInf, evInf := f.Core().V1().Pods().Informer(), f.Events().V1().Events().Informer()
-	r := &run{s: s, in: in, timeout: timeout, pods: podInf.GetIndexer(), events: evInf.GetIndexer(),
-		nodes: map[string]*corev1.Node{}, existing: map[string]*corev1.Pod{}, uids: map[types.UID]string{}}
+	claimInf := f.Resource().V1().ResourceClaims().Informer()
+	r := &run{s: s, in: in, timeout: timeout, pods: podInf.GetIndexer(), events: evInf.GetIndexer(), claims: claimInf.GetIndexer(),
+		nodes: map[string]*corev1.Node{}, existing: map[string]*corev1.Pod{}, uids: map[types.UID]string{}, kept: map[string]bool{}}
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.reap(ctx, o) },
 		UpdateFunc: func(_, o any) { r.reap(ctx, o) },
@@ -122,7 +131,7 @@ func (s *Simulator) Run(ctx context.Context, in *preflight.SimulationInput, time
 		return nil, err
 	}
 	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, evInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, evInf.HasSynced, claimInf.HasSynced) {
 		return nil, errors.New("simulation informers did not sync")
 	}
 	if err := r.setup(ctx); err != nil {
@@ -171,6 +180,16 @@ func (s *Simulator) reset(ctx context.Context) error {
 		_ = c.PolicyV1().PodDisruptionBudgets(n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		_ = c.AppsV1().ReplicaSets(n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		_ = c.AppsV1().StatefulSets(n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = c.ResourceV1().ResourceClaimTemplates(n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		if err := c.ResourceV1().ResourceClaims(n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("delete resource claims: %w", err)
+		}
+	}
+	if err := c.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete resource slices: %w", err)
+	}
+	if err := c.ResourceV1().DeviceClasses().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete device classes: %w", err)
 	}
 	if err := c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("delete nodes: %w", err)
@@ -257,9 +276,17 @@ func (r *run) setup(ctx context.Context) error {
 	for _, p := range r.in.Existing {
 		q := sanitizePod(p)
 		q.Spec.NodeName = p.Spec.NodeName
+		// A running pod's devices are held by its allocated claims, re-created as they are;
+		// the pod itself, bound, needs no claim.
+		q.Spec.ResourceClaims = nil
+		for _, cs := range [][]corev1.Container{q.Spec.InitContainers, q.Spec.Containers} {
+			for i := range cs {
+				cs[i].Resources.Claims = nil
+			}
+		}
 		r.existing[p.Namespace+"/"+p.Name] = q
 	}
-	return nil
+	return r.setupDRA(ctx)
 }
 
 func ensureNamespace(ctx context.Context, c kubernetes.Interface, ns string) error {
@@ -288,7 +315,8 @@ func sanitizeNode(n *corev1.Node) *corev1.Node {
 }
 
 // sanitizePod keeps the pod's scheduling inputs; priority is resolved again from the class by
-// the Priority admission plugin, and claims are dropped (storage is not simulated).
+// the Priority admission plugin, volume claims are dropped (storage is not simulated), and so
+// are scheduling gates (the dry run asks where a pod lands once admitted). DRA claims stay.
 func sanitizePod(p *corev1.Pod) *corev1.Pod {
 	spec := p.Spec.DeepCopy()
 	spec.Priority, spec.PreemptionPolicy = nil, nil
@@ -308,6 +336,7 @@ func sanitizePod(p *corev1.Pod) *corev1.Pod {
 		}
 	}
 	spec.ServiceAccountName, spec.DeprecatedServiceAccount = "", ""
+	spec.SchedulingGates = nil
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations, OwnerReferences: p.OwnerReferences},
 		Spec:       *spec,
@@ -389,5 +418,5 @@ func (r *run) gpuOf(p *corev1.Pod) (model, sharing string) {
 	if g := kube.GPUOf(p, n); g != nil {
 		return g.Model, g.Sharing
 	}
-	return "", ""
+	return r.claimsGPU(p)
 }

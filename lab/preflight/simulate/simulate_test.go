@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -193,6 +194,93 @@ spec:
 	slices.Sort(rules)
 	want := []string{"error simulate-pending b200", "warning simulate-preempts first", "warning simulate-preempts second"}
 	if diff := cmp.Diff(want, rules); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// day20-dra's arms on the lab's cluster with its DRA pools: the scheduler allocates the claims
+// (templates made into claims by the resourceclaim controller, the sharing-dra arm's one claim
+// shared by its three pods), and each pod reads the GPU model and sharing its claims got, as
+// the collector reads them. A running pod's claim of the snapshot keeps its device: a group
+// asking for both H200 GPUs on one node stays Pending with the scheduler's DRA reason.
+func TestDay20DRA(t *testing.T) {
+	b, err := preflight.ExperimentManifests(experiment.Day20DRA(), "ai-lab", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, []byte(`---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: both-h200, namespace: ai-lab}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpus
+        exactly: {deviceClassName: gpu.nvidia.com, count: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: both, namespace: ai-lab}
+spec:
+  resourceClaims: [{name: gpus, resourceClaimTemplateName: both-h200}]
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: model
+    image: nvcr.io/nvidia/tritonserver:25.01-py3
+    resources: {claims: [{name: gpus}]}
+`)...)
+	in := load(t, "day20-dra", b)
+	c := preflight.FromSpec(cluster.WithDRA(cluster.Default()), "snapshot")
+	// A running pod of the snapshot holds the H200 node's second GPU through its claim.
+	c.Claims = []resourcev1.ResourceClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "running-gpu", Namespace: "prod"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+			{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: cluster.ClassGPU}}}}},
+		Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: cluster.DRADriver, Pool: "gpu-h200-dra-1", Device: "gpu-1"}}}}},
+	}}
+	res, err := sim.Run(context.Background(), preflight.SimulationOf(in, c), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, g := range res.Groups {
+		got[g.Name] = summary(g)
+	}
+	h200 := "h200-dra NVIDIA-H200 "
+	mig := "a100-mig-dra NVIDIA-A100-SXM4-80GB mig"
+	want := map[string][]string{
+		"sharing-dra": {"day20-dra-sharing-dra-r1-1 scheduled " + h200 + "time-slicing", "day20-dra-sharing-dra-r1-2 scheduled " + h200 + "time-slicing",
+			"day20-dra-sharing-dra-r1-3 scheduled " + h200 + "time-slicing"},
+		"dra-mig": {"day20-dra-dra-mig-r1-1 scheduled " + mig, "day20-dra-dra-mig-r1-2 scheduled " + mig, "day20-dra-dra-mig-r1-3 scheduled " + mig},
+		"all":     {"both pending   "},
+	}
+	for name, w := range want {
+		if diff := cmp.Diff(w, got[name]); diff != "" {
+			t.Errorf("group %s (-want +got):\n%s", name, diff)
+		}
+	}
+	for _, g := range res.Groups {
+		switch g.Name {
+		case "admission": // the gate is not simulated: placed as control
+			for _, p := range g.Pods {
+				if p.Status != preflight.PodScheduled || p.Sharing != "exclusive" {
+					t.Errorf("admission pod %+v: want scheduled, exclusive", p)
+				}
+			}
+		case "all":
+			if msg := g.Pods[0].Message; !strings.Contains(msg, "cannot allocate all claims") {
+				t.Errorf("both: FailedScheduling %q, want the DRA reason", msg)
+			}
+		}
+	}
+	kept, _ := preflight.SimulationFindings(res, in)
+	var pending []string
+	for _, f := range kept {
+		pending = append(pending, f.Rule+" "+f.Object.String())
+	}
+	if diff := cmp.Diff([]string{"simulate-pending Pod ai-lab/both"}, pending); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }
