@@ -56,6 +56,11 @@ type ClusterSummary struct {
 	ResourceSlices int    `json:"resource_slices"`
 	DRAClaims      int    `json:"dra_claims"`
 	DRANote        string `json:"dra_note,omitempty"`
+	// LabelRegistries counts the cluster's label registry ConfigMaps, LabelsDocumented their
+	// entries; LabelsNote says why they were not read or which entries were wrong.
+	LabelRegistries  int    `json:"label_registries"`
+	LabelsDocumented int    `json:"labels_documented"`
+	LabelsNote       string `json:"labels_note,omitempty"`
 }
 
 // PoolSummary is one node pool: its GPU model and the GPU resources its nodes offer.
@@ -106,6 +111,7 @@ func Check(in *Input, c *Cluster, opts Options) *Report {
 		ch.rollout(w)
 		ch.workloadPDBs(w)
 		ch.extendedResources(w)
+		ch.labels(w)
 	}
 	ch.claims()
 	for _, p := range in.PDBs {
@@ -157,7 +163,8 @@ func (r *Report) finish() {
 
 func summarize(c *Cluster) ClusterSummary {
 	s := ClusterSummary{Source: c.Source, Nodes: len(c.Nodes), PriorityClasses: len(c.PriorityClasses), PDBs: len(c.PDBs), GPUPods: len(c.Pods),
-		DeviceClasses: len(c.DeviceClasses), ResourceSlices: len(c.ResourceSlices), DRAClaims: len(c.Claims), DRANote: c.DRANote}
+		DeviceClasses: len(c.DeviceClasses), ResourceSlices: len(c.ResourceSlices), DRAClaims: len(c.Claims), DRANote: c.DRANote,
+		LabelRegistries: c.Registries, LabelsDocumented: len(c.Labels), LabelsNote: c.LabelsNote}
 	dra := c.draPools()
 	for _, p := range c.Pools() {
 		ps := PoolSummary{Name: p.Name, Nodes: len(p.Nodes), Allocatable: map[string]int64{}}

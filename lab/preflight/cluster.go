@@ -41,6 +41,13 @@ type Cluster struct {
 	DRAListed      bool
 	// DRANote says why DRA was not read, "" when it was.
 	DRANote string
+
+	// Labels are the entries of the cluster's label registries (ConfigMaps labelled
+	// schedlens.io/label-registry), Registries how many there are; LabelsNote says why they
+	// were not read, or which entries were wrong.
+	Labels     []kube.LabelDoc
+	Registries int
+	LabelsNote string
 }
 
 // PoolLabels are node labels that group nodes into pools, tried in order: the node-pool labels
@@ -113,7 +120,36 @@ func Snapshot(ctx context.Context, client kubernetes.Interface, source string) (
 	if err := c.snapshotDRA(ctx, client); err != nil {
 		return nil, err
 	}
+	if err := c.snapshotLabels(ctx, client); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// snapshotLabels reads the label registries of every namespace. A user who may not list
+// ConfigMaps is checked without (LabelsNote says so).
+func (c *Cluster) snapshotLabels(ctx context.Context, client kubernetes.Interface) error {
+	cms, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRegistry})
+	if apierrors.IsForbidden(err) {
+		c.LabelsNote = "label registries not read: " + err.Error()
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list label registries: %w", err)
+	}
+	var problems []string
+	for i := range cms.Items {
+		docs, errs := kube.LabelRegistryOf(&cms.Items[i])
+		c.Labels = append(c.Labels, docs...)
+		for _, e := range errs {
+			problems = append(problems, e.Error())
+		}
+	}
+	c.Registries = len(cms.Items)
+	if len(problems) > 0 {
+		c.LabelsNote = strings.Join(problems, "; ")
+	}
+	return nil
 }
 
 // snapshotDRA lists DeviceClasses, ResourceSlices and the allocated ResourceClaims. A cluster

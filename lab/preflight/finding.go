@@ -41,25 +41,28 @@ type Rule struct {
 
 // Rule ids.
 const (
-	RuleGPURequestLimit       = "gpu-request-limit"
-	RuleAffinityUnsatisfiable = "affinity-unsatisfiable"
-	RuleAffinityPreferredNoop = "affinity-preferred-noop"
-	RuleTaintUntolerated      = "taint-untolerated"
-	RulePriorityUndefined     = "priority-undefined"
-	RulePriorityPreempts      = "priority-preempts-protected"
-	RuleProbeReadinessMissing = "probe-readiness-missing"
-	RuleProbeStartupShort     = "probe-startup-short"
-	RulePDBBlocksDrain        = "pdb-blocks-drain"
-	RuleRolloutNoSurge        = "rollout-no-surge-capacity"
-	RuleRolloutInvalid        = "rollout-invalid"
-	RuleExperimentNoRollback  = "experiment-no-rollback"
-	RuleApplicability         = "applicability"
-	RuleDRAClassMissing       = "dra-class-missing"
-	RuleDRANoDevice           = "dra-selector-no-device"
-	RuleDRAExtendedResource   = "dra-extended-resource"
-	RuleDRASharingUndeclared  = "dra-sharing-undeclared"
-	RuleSimulatePending       = "simulate-pending"
-	RuleSimulatePreempts      = "simulate-preempts"
+	RuleGPURequestLimit         = "gpu-request-limit"
+	RuleAffinityUnsatisfiable   = "affinity-unsatisfiable"
+	RuleAffinityPreferredNoop   = "affinity-preferred-noop"
+	RuleTaintUntolerated        = "taint-untolerated"
+	RulePriorityUndefined       = "priority-undefined"
+	RulePriorityPreempts        = "priority-preempts-protected"
+	RuleProbeReadinessMissing   = "probe-readiness-missing"
+	RuleProbeStartupShort       = "probe-startup-short"
+	RulePDBBlocksDrain          = "pdb-blocks-drain"
+	RuleRolloutNoSurge          = "rollout-no-surge-capacity"
+	RuleRolloutInvalid          = "rollout-invalid"
+	RuleExperimentNoRollback    = "experiment-no-rollback"
+	RuleApplicability           = "applicability"
+	RuleDRAClassMissing         = "dra-class-missing"
+	RuleDRANoDevice             = "dra-selector-no-device"
+	RuleDRAExtendedResource     = "dra-extended-resource"
+	RuleDRASharingUndeclared    = "dra-sharing-undeclared"
+	RuleLabelUndocumented       = "label-undocumented"
+	RuleLabelPreferenceRequired = "label-preference-required"
+	RuleLabelValueUnknown       = "label-value-unknown"
+	RuleSimulatePending         = "simulate-pending"
+	RuleSimulatePreempts        = "simulate-preempts"
 )
 
 // Rules lists every rule, in the order docs/preflight.md describes them.
@@ -115,6 +118,15 @@ var Rules = []Rule{
 	{RuleDRASharingUndeclared, Warning, "an experiment arm whose claims share GPUs differently from the baseline's (a GpuConfig sharing strategy, one claim for every replica) while the experiment's change declares no such sharing",
 		"the comparison would measure the sharing too, not only the declared change",
 		"declare the sharing in the experiment's change (e.g. \"GPU sharing: time-slicing\"), or give the arm the baseline's claims"},
+	{RuleLabelUndocumented, Warning, "a placement rule (nodeSelector, required or preferred node affinity) on a node label the label registry does not document, when a registry exists",
+		"a label nobody owns can be renamed, dropped or set differently on a new node pool, and the strategy silently stops applying",
+		"add the label to the registry (schedlens.io/label-registry ConfigMap) with its source and owner, or place on a documented label"},
+	{RuleLabelPreferenceRequired, Warning, "a label the registry names a preference used in a required rule, or one it names a hard limit used only in preferred rules",
+		"hard limits belong in required affinity and preferences in preferred affinity: otherwise pods are filtered where they should be ranked, or land where a limit does not hold",
+		"move the rule to preferredDuringScheduling (a preference) or requiredDuringScheduling (a hard limit), or correct the registry's use"},
+	{RuleLabelValueUnknown, Warning, "a value in a placement rule that no node carries, while other values of the rule match",
+		"the value never matches: a misspelt model or a pool that is gone, and the rule is narrower than it reads",
+		"use the values the nodes carry (the message lists them), or drop the value"},
 	{RuleSimulatePending, Error, "in the dry run with the real scheduler, a pod stayed Pending",
 		"the scheduler could not place it: its FailedScheduling message says why",
 		"see the message: free capacity, relax the rules, or lower the request"},

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
 )
 
 // Stdin is the path that means standard input.
@@ -89,10 +90,18 @@ type Input struct {
 	// the DeviceClasses.
 	Claims        []*Claim
 	DeviceClasses []*DeviceClass
+	// LabelRegistries are the ConfigMaps labelled schedlens.io/label-registry.
+	LabelRegistries []*LabelRegistry
 	// Ignored counts documents of other kinds (Services, ConfigMaps without the experiment
 	// label, custom resources …) by kind.
 	Ignored map[string]int
 	Errors  []InputError
+}
+
+// LabelRegistry is a label registry ConfigMap of the manifests and the entries read from it.
+type LabelRegistry struct {
+	*Object
+	Docs []kube.LabelDoc
 }
 
 // PDB is a PodDisruptionBudget of the manifests.
@@ -351,6 +360,17 @@ func (in *Input) object(file string, base int, js []byte, node *yamlv3.Node, def
 			c.Namespace = o.Namespace
 			in.Objects = append(in.Objects, o)
 			in.Experiments = append(in.Experiments, &ExperimentConfig{Object: o, ConfigMap: &c})
+		}
+	case meta.Kind == "ConfigMap" && meta.APIVersion == "v1" && kube.IsLabelRegistry(&corev1.ConfigMap{ObjectMeta: meta.Metadata}):
+		var c corev1.ConfigMap
+		if decode(&c) {
+			c.Namespace = o.Namespace
+			docs, errs := kube.LabelRegistryOf(&c)
+			for _, err := range errs {
+				in.Errors = append(in.Errors, InputError{File: file, Line: o.LineOf("data." + kube.LabelRegistryKey), Message: err.Error()})
+			}
+			in.Objects = append(in.Objects, o)
+			in.LabelRegistries = append(in.LabelRegistries, &LabelRegistry{Object: o, Docs: docs})
 		}
 	case meta.Kind == "ResourceClaim" && draVersion(meta.APIVersion):
 		var c resourcev1.ResourceClaim

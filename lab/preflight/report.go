@@ -39,6 +39,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "DRA: %d DeviceClasses, %d ResourceSlices, %d allocated claims; devices: %s\n",
 			c.DeviceClasses, c.ResourceSlices, c.DRAClaims, strings.Join(parts, ", "))
 	}
+	if c := r.Cluster; c.LabelsNote != "" {
+		fmt.Fprintf(w, "label registry: %s\n", c.LabelsNote)
+	}
 	if len(r.Ignored) > 0 {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(r.Ignored)) {

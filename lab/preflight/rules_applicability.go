@@ -25,9 +25,9 @@ type rulePart struct {
 	req        corev1.NodeSelectorRequirement
 }
 
-// applicability: for each rule keyed on a GPU label, the pools where it applies (info) and the
-// GPU pools that lack the label (warning).
-func (ch *checker) applicability(w *Workload) {
+// placementParts are the workload's node placement rules, one requirement each: nodeSelector
+// entries (as In), then required and preferred node affinity match expressions.
+func placementParts(w *Workload) []rulePart {
 	spec := &w.Template.Spec
 	var parts []rulePart
 	for _, k := range slices.Sorted(maps.Keys(spec.NodeSelector)) {
@@ -50,6 +50,16 @@ func (ch *checker) applicability(w *Workload) {
 			}
 		}
 	}
+	return parts
+}
+
+// hard reports whether the requirement must hold (nodeSelector, required affinity).
+func (p rulePart) hard() bool { return !strings.HasPrefix(p.how, "preferred") }
+
+// applicability: for each rule keyed on a GPU label, the pools where it applies (info) and the
+// GPU pools that lack the label (warning).
+func (ch *checker) applicability(w *Workload) {
+	parts := placementParts(w)
 	pools := ch.c.Pools()
 	for _, part := range parts {
 		if !isGPUKey(part.req.Key) {

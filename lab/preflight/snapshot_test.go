@@ -87,3 +87,27 @@ func TestSnapshotWithoutDRA(t *testing.T) {
 		t.Errorf("findings %v, want the class reported missing with the reason", got)
 	}
 }
+
+// A live snapshot reads the label registries of every namespace (ConfigMaps labelled
+// schedlens.io/label-registry), and a wrong entry is noted, not fatal.
+func TestSnapshotReadsLabelRegistries(t *testing.T) {
+	cm := func(ns, name, labels string, registry bool) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"labels": labels}}
+		if registry {
+			c.Labels = map[string]string{"schedlens.io/label-registry": "true"}
+		}
+		return c
+	}
+	client := fake.NewClientset(
+		cm("platform", "gpu-labels", "gpu-model: {source: provisioner, owner: platform}\n", true),
+		cm("team-a", "more", "zone: {source: cloud}\n", true),
+		cm("team-a", "not-a-registry", "accelerator: {source: x, owner: y}\n", false))
+	c, err := preflight.Snapshot(context.Background(), client, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Registries != 2 || len(c.Labels) != 1 || c.Labels[0].Key != "gpu-model" || c.Labels[0].Registry != "platform/gpu-labels" ||
+		!strings.Contains(c.LabelsNote, "team-a/more: zone: no owner") {
+		t.Errorf("registries %d, labels %+v, note %q", c.Registries, c.Labels, c.LabelsNote)
+	}
+}
