@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/record"
 )
 
 // `api compare NAME` takes its flags before the command, before NAME or after it: the
@@ -90,5 +96,47 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 		if strings.Contains(out, password) {
 			t.Errorf("api %q printed the password:\n%s", args, out)
 		}
+	}
+}
+
+// `api record NAME` writes NAME.record.json (or -o FILE, - for stdout) from the database, says
+// where with its digest; an experiment without pods is an error; no NAME is a usage error.
+func TestRecordCommand(t *testing.T) {
+	url := pgtest.URL(t)
+	if _, err := pgtest.Open(t, url).Append(context.Background(), eventgen.Generate(eventgen.Default()), nil); err != nil {
+		t.Fatal(err)
+	}
+	env := pgtest.UnreachableEnv("root")
+	tmp := t.TempDir()
+	t.Chdir(tmp)
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"api", "record", "day20", "-database-url", url}, env, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(tmp, "day20.record.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r record.Record
+	if err := json.Unmarshal(b, &r); err != nil || record.Verify(r) != nil {
+		t.Fatalf("written record: %v %v", err, record.Verify(r))
+	}
+	if want := "record of day20 written to day20.record.json (" + strconv.Itoa(len(b)) + " bytes, " + r.Digest + ")\n"; stdout.String() != want {
+		t.Errorf("stdout %q, want %q", stdout.String(), want)
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"api", "-database-url", url, "-o", "-", "record", "day20"}, env, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), b) {
+		t.Error("-o - wrote other bytes than the file")
+	}
+	if err := run(context.Background(), []string{"api", "record", "day99", "-database-url", url}, env, &bytes.Buffer{}, &bytes.Buffer{}); err == nil ||
+		err.Error() != `record: no pods of experiment "day99"` {
+		t.Errorf("unknown experiment: %v", err)
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"api", "record"}, env, &bytes.Buffer{}, &stderr); err == nil || !strings.Contains(stderr.String(), "usage:") {
+		t.Errorf("record without NAME: %v", err)
 	}
 }

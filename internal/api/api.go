@@ -101,6 +101,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Delete("/v1/experiments/{name}", s.deleteExperiment)
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
+	r.Get("/v1/experiments/{name}/record", s.record)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
 	r.Get("/v1/workloads", s.listWorkloads)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -98,6 +99,32 @@ func (s *Server) comparison(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		writeJSON(w, c)
 	}
+}
+
+// record is GET /v1/experiments/{name}/record: the experiment's record (internal/record), in
+// its canonical bytes, its digest also in the ETag.
+func (s *Server) record(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	if !s.mayReadExperiment(w, r, name) {
+		return
+	}
+	rec, err := s.db.Record(r.Context(), name, r.URL.Query().Get("namespace"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods of experiment %q", name))
+		return
+	case err != nil:
+		s.internal(w, r, err)
+		return
+	}
+	b, err := record.Marshal(rec)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", strconv.Quote(rec.Digest))
+	w.Write(b)
 }
 
 func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {

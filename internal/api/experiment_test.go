@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/record"
 )
 
 // experimentInfo is what GET /v1/experiments/{name} answers, as a client reads it.
@@ -143,5 +146,50 @@ func TestDeleteExperiment(t *testing.T) {
 		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/problem+json" {
 			t.Errorf("DELETE %s: %d %s %+v, want a 404 problem", name, resp.StatusCode, resp.Header.Get("Content-Type"), p)
 		}
+	}
+}
+
+// GET /v1/experiments/{name}/record: the record as JSON, its digest in the ETag and valid for
+// its content, the same bytes on a second read; an experiment without pods is a 404 problem.
+func TestRecordEndpoint(t *testing.T) {
+	db := pgtest.DB(t)
+	cfg := eventgen.Default()
+	if _, err := db.Append(context.Background(), eventgen.Generate(cfg), nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.Serve(t, db)
+	get := func() (*http.Response, []byte) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/v1/experiments/day20/record")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	resp, body := get()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET record: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var r record.Record
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := record.Verify(r); err != nil {
+		t.Error(err)
+	}
+	if resp.Header.Get("ETag") != `"`+r.Digest+`"` || r.Experiment != "day20" || r.SchemaVersion != record.SchemaVersion {
+		t.Errorf("ETag %s, record %s %s %s", resp.Header.Get("ETag"), r.Experiment, r.SchemaVersion, r.Digest)
+	}
+	if _, again := get(); !bytes.Equal(body, again) {
+		t.Error("a second read gave other bytes")
+	}
+	resp, p := do(t, http.MethodGet, srv.URL+"/v1/experiments/day99/record", "", false)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(p.Detail, "day99") {
+		t.Errorf("unknown experiment: %d %s %+v", resp.StatusCode, resp.Header.Get("Content-Type"), p)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/report"
 )
 
@@ -108,8 +109,8 @@ func TestOpenAPIComparisonEnums(t *testing.T) {
 	}
 }
 
-// The Experiment and Definition schemas name every JSON key the api writes for them
-// (report.ExperimentInfo, events.Experiment).
+// The Experiment, Definition and Record schemas name every JSON key the api writes for them
+// (report.ExperimentInfo, events.Experiment, record.Record).
 func TestOpenAPIExperimentKeys(t *testing.T) {
 	var doc struct {
 		Components struct {
@@ -121,7 +122,7 @@ func TestOpenAPIExperimentKeys(t *testing.T) {
 	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for schema, v := range map[string]any{"Experiment": report.ExperimentInfo{}, "Definition": events.Experiment{}} {
+	for schema, v := range map[string]any{"Experiment": report.ExperimentInfo{}, "Definition": events.Experiment{}, "Record": record.Record{}} {
 		var want, got []string
 		rt := reflect.TypeOf(v)
 		for i := 0; i < rt.NumField(); i++ {

@@ -232,6 +232,8 @@ func TestReadsAreScopedToTheCallersNamespaces(t *testing.T) {
 		{"GET", "/v1/experiments/no-such-experiment", adminToken, "", 404},
 		{"GET", "/v1/experiments/shared/comparison", teamAToken, "", 403},
 		{"GET", "/v1/experiments/exp-b/comparison.csv", teamAToken, "", 403},
+		{"GET", "/v1/experiments/exp-b/record", teamAToken, "", 403},
+		{"GET", "/v1/experiments/exp-a/record", teamAToken, "", 200},
 		{"GET", "/v1/experiments/exp-b/runs/1/interruptions", teamAToken, "", 403},
 		{"GET", "/v1/experiments/exp-b/runs/1/trace.json", teamAToken, "", 403},
 		{"GET", "/v1/experiments/shared/comparison", adminToken, "", 200},

@@ -75,7 +75,7 @@ func TestAPIOnAHotStandby(t *testing.T) {
 	window := "from=2026-12-01T01:00:00Z&to=2026-12-01T03:00:00Z"
 	paths := []string{
 		"/v1/stats", "/v1/pods?limit=1000", "/v1/experiments", "/v1/experiments/day20",
-		"/v1/experiments/day20/comparison", "/v1/experiments/day20/comparison.csv",
+		"/v1/experiments/day20/comparison", "/v1/experiments/day20/comparison.csv", "/v1/experiments/day20/record",
 		"/v1/experiments/day20/runs/1/interruptions", "/v1/experiments/day20/runs/2/trace.json",
 		"/v1/workloads?" + window, "/v1/workloads/prod/Deployment/infer?" + window,
 		"/v1/disruptions?" + window, "/v1/dead-letters", "/v1/unattributed-requests",

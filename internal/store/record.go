@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/record"
+)
+
+// Record builds experiment name's record (internal/record) over its pods in namespace (all
+// when empty), with the record of the experiment its definition names as previous linked by
+// digest. ErrNotFound as Comparison.
+func (db *DB) Record(ctx context.Context, name, namespace string) (record.Record, error) {
+	return db.record(ctx, name, namespace, map[string]bool{})
+}
+
+// record is Record following the chain; seen holds the experiments on the way, so that a
+// cycle of previous keys ends (the record closing it links with no digest).
+func (db *DB) record(ctx context.Context, name, namespace string, seen map[string]bool) (record.Record, error) {
+	seen[name] = true
+	c, err := db.Comparison(ctx, name, namespace, "")
+	if err != nil {
+		return record.Record{}, err
+	}
+	d, err := db.recordData(ctx, name, namespace)
+	if err != nil {
+		return record.Record{}, err
+	}
+	if n := len(d.Definitions); n > 0 {
+		if prev := record.PreviousOf(d.Definitions[n-1].Data); prev != "" {
+			d.Previous = &record.Link{Experiment: prev}
+			if !seen[prev] {
+				switch r, err := db.record(ctx, prev, namespace, seen); {
+				case err == nil:
+					d.Previous.Digest = r.Digest
+				case !errors.Is(err, ErrNotFound):
+					return record.Record{}, fmt.Errorf("previous experiment %s: %w", prev, err)
+				}
+			}
+		}
+	}
+	return record.Build(d, c, record.Options{GPUIdleThreshold: db.idle, MinGap: align.DefaultMinGap})
+}
+
+// recordData reads what a record holds besides the comparison: every definition received, the
+// pods with their latest snapshot, every node's latest snapshot up to the experiment's end, and
+// the count and digest of the events behind it.
+func (db *DB) recordData(ctx context.Context, name, namespace string) (record.Data, error) {
+	d := record.Data{Experiment: name, Namespace: namespace, Nodes: map[string]events.NodeStatus{}}
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT occurred_at, envelope->'data' FROM events
+			WHERE kind = 'experiment' AND envelope->'data'->>'name' = $1
+			ORDER BY occurred_at, id COLLATE "C"`, name)
+		if err != nil {
+			return fmt.Errorf("read definitions: %w", err)
+		}
+		var (
+			at  time.Time
+			raw []byte
+		)
+		if _, err := pgx.ForEachRow(rows, []any{&at, &raw}, func() error {
+			d.Definitions = append(d.Definitions, record.Definitioned{At: at, Data: append(json.RawMessage(nil), raw...)})
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read definitions: %w", err)
+		}
+
+		rows, err = tx.Query(ctx, `
+			SELECT DISTINCT ON (p.uid) p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.exp_run, ''), e.envelope->'data'
+			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' AND e.class <> 'samples'
+			WHERE p.exp_name = $1 AND ($2 = '' OR p.namespace = $2)
+			ORDER BY p.uid, COALESCE((e.envelope->'data'->>'deleted')::boolean, false), e.occurred_at DESC, e.id COLLATE "C" DESC`, name, namespace)
+		if err != nil {
+			return fmt.Errorf("read the experiment's pods: %w", err)
+		}
+		var uid, arm, run string
+		var uids []string
+		if _, err := pgx.ForEachRow(rows, []any{&uid, &arm, &run, &raw}, func() error {
+			var s events.PodStatus
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return fmt.Errorf("pod %s: a stored snapshot: %w", uid, err)
+			}
+			d.Pods = append(d.Pods, record.Pod{Arm: arm, Run: run, Node: s.NodeName, Status: s})
+			uids = append(uids, uid)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read the experiment's pods: %w", err)
+		}
+		if len(uids) == 0 {
+			return ErrNotFound
+		}
+
+		// The events behind the record: its pods' and its definitions, by id.
+		var end *time.Time
+		if err := tx.QueryRow(ctx, `
+			WITH ids AS (
+				SELECT id, occurred_at FROM events WHERE pod_uid = ANY($1)
+				UNION ALL
+				SELECT id, occurred_at FROM events WHERE kind = 'experiment' AND envelope->'data'->>'name' = $2)
+			SELECT count(*), COALESCE(encode(sha256(convert_to(string_agg(id, E'\n' ORDER BY id COLLATE "C"), 'UTF8')), 'hex'), ''),
+			       max(occurred_at) FILTER (WHERE id IS NOT NULL)
+			FROM ids`, uids, name).Scan(&d.EventCount, &d.EventIDsDigest, &end); err != nil {
+			return fmt.Errorf("digest the events: %w", err)
+		}
+		if d.EventIDsDigest != "" {
+			d.EventIDsDigest = "sha256:" + d.EventIDsDigest
+		}
+		if end != nil {
+			t := end.UTC()
+			d.End = &t
+		}
+
+		rows, err = tx.Query(ctx, `
+			SELECT DISTINCT ON (node) node, envelope->'data'
+			FROM events WHERE kind = 'node_status' AND class <> 'samples' AND node IS NOT NULL AND ($1::timestamptz IS NULL OR occurred_at <= $1)
+			ORDER BY node, occurred_at DESC, id COLLATE "C" DESC`, d.End)
+		if err != nil {
+			return fmt.Errorf("read the nodes: %w", err)
+		}
+		var node string
+		if _, err := pgx.ForEachRow(rows, []any{&node, &raw}, func() error {
+			var s events.NodeStatus
+			if json.Unmarshal(raw, &s) == nil {
+				d.Nodes[node] = s
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read the nodes: %w", err)
+		}
+		return nil
+	})
+	return d, err
+}
