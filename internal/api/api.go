@@ -102,6 +102,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison", s.comparison)
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/record", s.record)
+	r.Get("/v1/experiments/{name}/against/{other}", s.against)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
 	r.Get("/v1/workloads", s.listWorkloads)

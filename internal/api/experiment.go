@@ -127,6 +127,29 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// against is GET /v1/experiments/{name}/against/{other}: the two experiments' records held
+// against each other (record.Compare).
+func (s *Server) against(w http.ResponseWriter, r *http.Request) {
+	names := []string{chi.URLParam(r, "name"), chi.URLParam(r, "other")}
+	var recs [2]record.Record
+	for i, name := range names {
+		if !s.mayReadExperiment(w, r, name) {
+			return
+		}
+		rec, err := s.db.Record(r.Context(), name, r.URL.Query().Get("namespace"))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods of experiment %q", name))
+			return
+		case err != nil:
+			s.internal(w, r, err)
+			return
+		}
+		recs[i] = rec
+	}
+	writeJSON(w, record.Compare(recs[0], recs[1]))
+}
+
 func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.compute(w, r)
 	if !ok {

@@ -193,3 +193,46 @@ func TestRecordEndpoint(t *testing.T) {
 		t.Errorf("unknown experiment: %d %s %+v", resp.StatusCode, resp.Header.Get("Content-Type"), p)
 	}
 }
+
+// GET /v1/experiments/{name}/against/{other}: the two records' digests, their differences
+// (eventgen's day20 and day21 differ in seed, not in conditions: the definitions' thresholds
+// are equal) and the arms both ran; an unknown other is a 404 problem.
+func TestAgainstEndpoint(t *testing.T) {
+	db := pgtest.DB(t)
+	day21 := eventgen.Default()
+	day21.Experiment, day21.IDPrefix, day21.Seed = "day21", "d21/", 21
+	for _, cfg := range []eventgen.Config{eventgen.Default(), day21} {
+		if _, err := db.Append(context.Background(), eventgen.Generate(cfg), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := apitest.Serve(t, db)
+	var a, b record.Record
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day20/record", &a)
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day21/record", &b)
+	var got record.Against
+	apitest.GetJSON(t, srv.URL+"/v1/experiments/day20/against/day21", &got)
+	if got.A.Digest != a.Digest || got.B.Digest != b.Digest || got.A.Experiment != "day20" || got.B.Experiment != "day21" {
+		t.Errorf("a %+v b %+v, want the records' digests", got.A, got.B)
+	}
+	want := record.Compare(a, b)
+	if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
+		t.Errorf("against differs from record.Compare of the two records\n%s\n%s", g, w)
+	}
+	if len(got.Arms) != 4 || got.Baseline.Arm != "control" || len(got.Baseline.Metrics) == 0 {
+		t.Errorf("arms %+v, baseline %+v", got.Arms, got.Baseline)
+	}
+	resp, p := do(t, http.MethodGet, srv.URL+"/v1/experiments/day20/against/day99", "", false)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(p.Detail, "day99") {
+		t.Errorf("unknown other: %d %+v", resp.StatusCode, p)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -109,8 +109,8 @@ func TestOpenAPIComparisonEnums(t *testing.T) {
 	}
 }
 
-// The Experiment, Definition and Record schemas name every JSON key the api writes for them
-// (report.ExperimentInfo, events.Experiment, record.Record).
+// The Experiment, Definition, Record and Against schemas name every JSON key the api writes for them
+// (report.ExperimentInfo, events.Experiment, record.Record, record.Against).
 func TestOpenAPIExperimentKeys(t *testing.T) {
 	var doc struct {
 		Components struct {
@@ -122,7 +122,7 @@ func TestOpenAPIExperimentKeys(t *testing.T) {
 	if err := json.Unmarshal(api.OpenAPIDocument(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for schema, v := range map[string]any{"Experiment": report.ExperimentInfo{}, "Definition": events.Experiment{}, "Record": record.Record{}} {
+	for schema, v := range map[string]any{"Experiment": report.ExperimentInfo{}, "Definition": events.Experiment{}, "Record": record.Record{}, "Against": record.Against{}} {
 		var want, got []string
 		rt := reflect.TypeOf(v)
 		for i := 0; i < rt.NumField(); i++ {
