@@ -4,7 +4,8 @@
 // application/problem+json (RFC 9457), and the web UI under /ui/ when mounted (WithUI).
 //
 // Every route only reads, except PUT /v1/experiments/{name}, which stores a definition (as an
-// experiment event). POST /v1/requests/lookup reads too: a POST because its ids come in a body.
+// experiment event), DELETE /v1/experiments/{name}, and POST /v1/records, which stores a record
+// imported from another schedlens. POST /v1/requests/lookup reads too: a POST because its ids come in a body.
 // External request results are written elsewhere: POST /v1/ingest/requests is the collector's
 // (its own -ingest-addr listener).
 //
@@ -103,6 +104,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/experiments/{name}/comparison.csv", s.comparisonCSV)
 	r.Get("/v1/experiments/{name}/record", s.record)
 	r.Get("/v1/experiments/{name}/against/{other}", s.against)
+	r.Post("/v1/records", s.importRecord)
 	r.Get("/v1/experiments/{name}/runs/{run}/interruptions", s.interruptions)
 	r.Get("/v1/experiments/{name}/runs/{run}/trace.json", s.runTrace)
 	r.Get("/v1/workloads", s.listWorkloads)

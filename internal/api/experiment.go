@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -102,16 +103,17 @@ func (s *Server) comparison(w http.ResponseWriter, r *http.Request) {
 }
 
 // record is GET /v1/experiments/{name}/record: the experiment's record (internal/record), in
-// its canonical bytes, its digest also in the ETag.
+// its canonical bytes, its digest also in the ETag; for an experiment without pods here, the
+// latest record of it imported.
 func (s *Server) record(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	if !s.mayReadExperiment(w, r, name) {
 		return
 	}
-	rec, err := s.db.Record(r.Context(), name, r.URL.Query().Get("namespace"))
+	rec, _, err := s.db.RecordOrImported(r.Context(), name, r.URL.Query().Get("namespace"))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods of experiment %q", name))
+		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods and no imported record of experiment %q", name))
 		return
 	case err != nil:
 		s.internal(w, r, err)
@@ -136,10 +138,10 @@ func (s *Server) against(w http.ResponseWriter, r *http.Request) {
 		if !s.mayReadExperiment(w, r, name) {
 			return
 		}
-		rec, err := s.db.Record(r.Context(), name, r.URL.Query().Get("namespace"))
+		rec, _, err := s.db.RecordOrImported(r.Context(), name, r.URL.Query().Get("namespace"))
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods of experiment %q", name))
+			problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods and no imported record of experiment %q", name))
 			return
 		case err != nil:
 			s.internal(w, r, err)
@@ -148,6 +150,44 @@ func (s *Server) against(w http.ResponseWriter, r *http.Request) {
 		recs[i] = rec
 	}
 	writeJSON(w, record.Compare(recs[0], recs[1]))
+}
+
+// importRecord is POST /v1/records (role write): a record from another schedlens, stored when
+// its schema is one this schedlens reads and its digest is its content's; 201 when new, 200 when
+// that digest was stored already.
+func (s *Server) importRecord(w http.ResponseWriter, r *http.Request) {
+	var rec record.Record
+	dec := json.NewDecoder(r.Body) // limitBody caps it
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		bodyError(w, err, "Bad record", err.Error())
+		return
+	}
+	switch {
+	case rec.SchemaVersion != record.SchemaVersion:
+		problem(w, http.StatusBadRequest, "Bad record", fmt.Sprintf("schema_version %q: this schedlens reads %s", rec.SchemaVersion, record.SchemaVersion))
+		return
+	case rec.Experiment == "":
+		problem(w, http.StatusBadRequest, "Bad record", "no experiment")
+		return
+	}
+	if err := record.Verify(rec); err != nil {
+		problem(w, http.StatusBadRequest, "Bad record", err.Error())
+		return
+	}
+	created, err := s.db.ImportRecord(r.Context(), rec)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", "/v1/experiments/"+url.PathEscape(rec.Experiment)+"/record")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"experiment": rec.Experiment, "digest": rec.Digest, "created": created})
 }
 
 func (s *Server) comparisonCSV(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +234,18 @@ func (s *Server) compute(w http.ResponseWriter, r *http.Request) (Comparison, bo
 		return Comparison{}, false
 	}
 	c, err := s.db.Comparison(r.Context(), name, r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline"))
+	if errors.Is(err, store.ErrNotFound) { // known only from an imported record: its comparison as recorded
+		rec, ierr := s.db.ImportedRecord(r.Context(), name, r.URL.Query().Get("namespace"))
+		switch b := r.URL.Query().Get("baseline"); {
+		case ierr == nil && b != "" && b != rec.Comparison.Baseline:
+			problem(w, http.StatusBadRequest, "Imported comparison", fmt.Sprintf("experiment %q is known from an imported record only: its comparison is as recorded, against baseline %q", name, rec.Comparison.Baseline))
+			return Comparison{}, false
+		case ierr == nil:
+			return rec.Comparison, true
+		case !errors.Is(ierr, store.ErrNotFound):
+			err = ierr
+		}
+	}
 	var bad *compare.BadBaselineError
 	switch {
 	case errors.Is(err, store.ErrNotFound):

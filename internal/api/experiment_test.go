@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedlens/schedlens/internal/api/apitest"
+	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
@@ -235,4 +236,114 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// POST /v1/records: a record read from one schedlens, imported into another that holds no
+// event of it, is listed there marked imported, and its record (the same bytes), comparison (as
+// recorded) and against read from it; importing it again changes nothing; a record whose digest
+// is not its content's, of another schema, or with an unknown field is a 400 problem.
+func TestImportRecord(t *testing.T) {
+	origin := pgtest.DB(t)
+	day21 := eventgen.Default()
+	day21.Experiment, day21.IDPrefix, day21.Seed = "day21", "d21/", 21
+	for _, cfg := range []eventgen.Config{eventgen.Default(), day21} {
+		if _, err := origin.Append(context.Background(), eventgen.Generate(cfg), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := apitest.Serve(t, origin)
+	body := func(path string) []byte {
+		t.Helper()
+		resp, err := http.Get(from.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+		}
+		return b
+	}
+	rec20, rec21 := body("/v1/experiments/day20/record"), body("/v1/experiments/day21/record")
+	comparison := body("/v1/experiments/day20/comparison")
+
+	to := apitest.Serve(t, pgtest.DB(t))
+	post := func(b []byte) (*http.Response, problemDoc) {
+		t.Helper()
+		return do(t, http.MethodPost, to.URL+"/v1/records", string(b), false)
+	}
+	for i, want := range []int{http.StatusCreated, http.StatusOK} {
+		if resp, p := post(rec20); resp.StatusCode != want || resp.Header.Get("Location") != "/v1/experiments/day20/record" {
+			t.Fatalf("import %d: %d %+v, want %d", i+1, resp.StatusCode, p, want)
+		}
+	}
+	if resp, p := post(rec21); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("import day21: %d %+v", resp.StatusCode, p)
+	}
+	var list struct {
+		Experiments []struct {
+			Name     string   `json:"name"`
+			Arms     []string `json:"arms"`
+			Pods     int      `json:"pods"`
+			Imported *struct {
+				Digest string `json:"digest"`
+			} `json:"imported"`
+		} `json:"experiments"`
+	}
+	apitest.GetJSON(t, to.URL+"/v1/experiments", &list)
+	var r20 record.Record
+	if err := json.Unmarshal(rec20, &r20); err != nil {
+		t.Fatal(err)
+	}
+	pods := 0
+	for _, a := range r20.Comparison.Arms {
+		pods += a.Pods
+	}
+	if len(list.Experiments) != 2 || list.Experiments[0].Name != "day20" || list.Experiments[0].Imported == nil ||
+		list.Experiments[0].Imported.Digest != r20.Digest || list.Experiments[0].Pods != pods || len(list.Experiments[0].Arms) != len(r20.Comparison.Arms) {
+		t.Fatalf("experiments %+v", list.Experiments)
+	}
+	resp, err := http.Get(to.URL + "/v1/experiments/day20/record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Equal(got, rec20) {
+		t.Error("the imported record reads back other bytes")
+	}
+	var gotC, wantC compare.Comparison
+	apitest.GetJSON(t, to.URL+"/v1/experiments/day20/comparison", &gotC)
+	if err := json.Unmarshal(comparison, &wantC); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := jsonOf(t, gotC), jsonOf(t, wantC); g != w {
+		t.Errorf("imported comparison differs from the origin's\n%s\n%s", g, w)
+	}
+	if resp, p := do(t, http.MethodGet, to.URL+"/v1/experiments/day20/comparison?baseline=affinity", "", false); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(p.Detail, "as recorded") {
+		t.Errorf("another baseline of an imported comparison: %d %+v", resp.StatusCode, p)
+	}
+	var againstFrom, againstTo record.Against
+	apitest.GetJSON(t, from.URL+"/v1/experiments/day20/against/day21", &againstFrom)
+	apitest.GetJSON(t, to.URL+"/v1/experiments/day20/against/day21", &againstTo)
+	if g, w := jsonOf(t, againstTo), jsonOf(t, againstFrom); g != w {
+		t.Errorf("against from imported records differs from the origin's\n%s\n%s", g, w)
+	}
+
+	tampered := bytes.Replace(rec20, []byte(`"pods": 9`), []byte(`"pods": 8`), 1)
+	for name, b := range map[string][]byte{
+		"tampered":      tampered,
+		"other schema":  bytes.Replace(rec20, []byte(record.SchemaVersion), []byte("schedlens.io/record/v9"), 1),
+		"unknown field": bytes.Replace(rec20, []byte(`"experiment": "day20"`), []byte(`"experiment": "day20", "extra": 1`), 1),
+		"not json":      []byte("{"),
+	} {
+		if bytes.Equal(b, rec20) {
+			t.Fatalf("%s: the test's edit did not apply", name)
+		}
+		if resp, p := post(b); resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s: %d %+v, want a 400 problem", name, resp.StatusCode, p)
+		}
+	}
 }

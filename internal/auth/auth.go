@@ -82,7 +82,7 @@ type Scoper interface {
 type Policy func(r *http.Request) Role
 
 // APIPolicy is the api's: /healthz and /readyz open, /metrics open unless protectMetrics (then
-// read), PUT and DELETE /v1/experiments/{name} and POST /v1/ingest/… write, everything else — /v1/*, /ui/,
+// read), PUT and DELETE /v1/experiments/{name}, POST /v1/records and POST /v1/ingest/… write, everything else — /v1/*, /ui/,
 // /openapi.json — read.
 func APIPolicy(protectMetrics bool) Policy {
 	return func(r *http.Request) Role {
@@ -95,6 +95,7 @@ func APIPolicy(protectMetrics bool) Policy {
 			}
 			return None
 		case (r.Method == http.MethodPut || r.Method == http.MethodDelete) && strings.HasPrefix(p, "/v1/experiments/"),
+			r.Method == http.MethodPost && p == "/v1/records",
 			strings.HasPrefix(p, "/v1/ingest/"):
 			return Write
 		}

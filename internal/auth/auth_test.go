@@ -108,6 +108,9 @@ func TestTokenFileRoles(t *testing.T) {
 		{"DELETE", "/v1/experiments/day1", "Bearer " + writeToken, 204},
 		{"GET", "/v1/experiments/day1", "Bearer " + writeToken, 204}, // write implies read
 		{"POST", "/v1/ingest/requests", "Bearer " + readToken, 403},
+		{"POST", "/v1/records", "Bearer " + readToken, 403},
+		{"POST", "/v1/records", "Bearer " + writeToken, 204},
+		{"GET", "/v1/experiments/day1/record", "Bearer " + readToken, 204},
 	} {
 		a := call(t, h, tc.method, tc.path, tc.authz)
 		if a.code != tc.want {

@@ -334,7 +334,7 @@ func arms(d Data) []Arm {
 		for _, p := range pods {
 			runs[p.Run] = append(runs[p.Run], p)
 		}
-		for _, run := range slices.SortedFunc(maps.Keys(runs), compareRuns) {
+		for _, run := range slices.SortedFunc(maps.Keys(runs), compare.CompareRuns) {
 			rp := runs[run]
 			r := Run{Run: run, Pods: len(rp), Nodes: []Node{}}
 			onNode := map[string][]Pod{}
@@ -354,17 +354,6 @@ func arms(d Data) []Arm {
 		out = []Arm{}
 	}
 	return out
-}
-
-// compareRuns orders run names as numbers where both are, else as text.
-func compareRuns(a, b string) int {
-	var x, y int
-	if _, err := fmt.Sscan(a, &x); err == nil {
-		if _, err := fmt.Sscan(b, &y); err == nil && fmt.Sprint(x) == a && fmt.Sprint(y) == b {
-			return cmp.Compare(x, y)
-		}
-	}
-	return strings.Compare(a, b)
 }
 
 // specs are the distinct placement-relevant specs of pods, most pods first.

@@ -93,6 +93,15 @@ type ExperimentInfo struct {
 	Arms               []string `json:"arms"`
 	Runs               []string `json:"runs"`
 	Pods               int      `json:"pods"`
+	// Imported is set for an experiment known only from a record imported from another
+	// schedlens (POST /v1/records): its digest; arms, runs and pods are the record's.
+	Imported *Imported `json:"imported"`
+}
+
+// Imported names the record an imported experiment comes from.
+type Imported struct {
+	Digest    string `json:"digest"`
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Request is one request a pod served, as the pod view plots it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,9 @@ func (db *DB) Experiments(ctx context.Context, s scope.Scope) ([]report.Experime
 		def, eventID *string
 		namespaces   []string
 	)
+	var all []string // every experiment here, readable or not
 	_, err = pgx.ForEachRow(rows, []any{&info.Name, &def, &eventID, &info.Arms, &info.Runs, &namespaces, &info.Pods}, func() error {
+		all = append(all, info.Name)
 		if !s.AllowsEvery(experimentNamespaces(eventID, namespaces)) {
 			return nil
 		}
@@ -79,6 +82,22 @@ func (db *DB) Experiments(ctx context.Context, s scope.Scope) ([]report.Experime
 	if err != nil {
 		return nil, fmt.Errorf("list experiments: %w", err)
 	}
+	local := map[string]bool{}
+	for _, e := range all {
+		local[e] = true
+	}
+	imported, err := db.importedExperiments(ctx, local)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range imported {
+		// An imported record's namespace is the one it was read for; one read for every
+		// namespace is for callers who may read every one.
+		if ns := e.Imported.Namespace; ns != "" && s.Allows(ns) || ns == "" && !s.Limited() {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b report.ExperimentInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

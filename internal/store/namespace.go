@@ -88,18 +88,23 @@ func experimentNamespaces(eventID *string, pods []string) []string {
 // ExperimentNamespaces returns the namespaces experiment name lives in (its pods' and its
 // definition's ConfigMap's; "" for one not known), or ErrNotFound when it has neither pods nor a
 // definition. An experiment defined through the API without pods lives in none: only a caller
-// of every namespace reads it.
+// of every namespace reads it. One known only from an imported record lives in the namespace
+// the record was read for (none when it was read for all).
 func (db *DB) ExperimentNamespaces(ctx context.Context, name string) ([]string, error) {
-	var eventID *string
+	var eventID, imported *string
 	var pods []string
 	err := db.pool.QueryRow(ctx, `
 		SELECT (SELECT event_id FROM experiments WHERE name = $1),
-		       COALESCE((SELECT array_agg(DISTINCT COALESCE(namespace, '')) FROM pods WHERE exp_name = $1), '{}')`, name).
-		Scan(&eventID, &pods)
+		       COALESCE((SELECT array_agg(DISTINCT COALESCE(namespace, '')) FROM pods WHERE exp_name = $1), '{}'),
+		       (SELECT namespace FROM imported_records WHERE experiment = $1 ORDER BY imported_at DESC, digest LIMIT 1)`, name).
+		Scan(&eventID, &pods, &imported)
 	if err != nil {
 		return nil, fmt.Errorf("read the namespaces of experiment %s: %w", name, err)
 	}
 	if eventID == nil && len(pods) == 0 {
+		if imported != nil && *imported != "" { // known from an imported record read for one namespace
+			return []string{*imported}, nil
+		}
 		return nil, ErrNotFound
 	}
 	return experimentNamespaces(eventID, pods), nil

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/align"
+	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/record"
+	"github.com/schedlens/schedlens/internal/report"
 )
 
 // Record builds experiment name's record (internal/record) over its pods in namespace (all
@@ -138,4 +142,106 @@ func (db *DB) recordData(ctx context.Context, name, namespace string) (record.Da
 		return nil
 	})
 	return d, err
+}
+
+// ImportRecord stores a record from another schedlens, verified by the caller, in its canonical
+// bytes; created is false when a record of that digest was stored already (nothing changes).
+func (db *DB) ImportRecord(ctx context.Context, r record.Record) (created bool, err error) {
+	b, err := record.Marshal(r)
+	if err != nil {
+		return false, err
+	}
+	tag, err := db.pool.Exec(ctx, `
+		INSERT INTO imported_records (digest, experiment, namespace, record) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (digest) DO NOTHING`, r.Digest, r.Experiment, r.Namespace, string(b))
+	if err != nil {
+		return false, fmt.Errorf("import record %s: %w", r.Digest, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ImportedRecord is the latest record of experiment name imported (in namespace, when not
+// empty); ErrNotFound when none was.
+func (db *DB) ImportedRecord(ctx context.Context, name, namespace string) (record.Record, error) {
+	var raw string
+	err := db.pool.QueryRow(ctx, `
+		SELECT record FROM imported_records WHERE experiment = $1 AND ($2 = '' OR namespace = $2)
+		ORDER BY imported_at DESC, digest LIMIT 1`, name, namespace).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return record.Record{}, ErrNotFound
+	}
+	if err != nil {
+		return record.Record{}, fmt.Errorf("read imported record of %s: %w", name, err)
+	}
+	var r record.Record
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return record.Record{}, fmt.Errorf("an imported record of %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// RecordOrImported is the experiment's own record, else (no pods here) the latest one imported
+// with imported true.
+func (db *DB) RecordOrImported(ctx context.Context, name, namespace string) (r record.Record, imported bool, err error) {
+	r, err = db.Record(ctx, name, namespace)
+	if !errors.Is(err, ErrNotFound) {
+		return r, false, err
+	}
+	r, err = db.ImportedRecord(ctx, name, namespace)
+	return r, err == nil, err
+}
+
+// importedExperiments lists the latest imported record of every experiment that has none here
+// (no pods, no definition), as the experiment list shows them: marked imported, their arms, runs
+// and pods as recorded.
+func (db *DB) importedExperiments(ctx context.Context, local map[string]bool) ([]report.ExperimentInfo, error) {
+	rows, err := db.pool.Query(ctx, `
+		SELECT DISTINCT ON (experiment) experiment, namespace, record FROM imported_records
+		ORDER BY experiment, imported_at DESC, digest`)
+	if err != nil {
+		return nil, fmt.Errorf("list imported records: %w", err)
+	}
+	var out []report.ExperimentInfo
+	var name, namespace, raw string
+	_, err = pgx.ForEachRow(rows, []any{&name, &namespace, &raw}, func() error {
+		if local[name] {
+			return nil
+		}
+		var r record.Record
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			return fmt.Errorf("an imported record of %s: %w", name, err)
+		}
+		out = append(out, importedInfo(r))
+		return nil
+	})
+	return out, err
+}
+
+// importedInfo is an imported record as the experiment list shows it.
+func importedInfo(r record.Record) report.ExperimentInfo {
+	e := report.ExperimentInfo{Name: r.Experiment, DefinitionProblems: []string{}, Arms: []string{}, Runs: []string{},
+		Imported: &report.Imported{Digest: r.Digest, Namespace: r.Namespace}}
+	keys := map[string]json.RawMessage{}
+	for k, v := range r.Definition.Keys {
+		if string(v.Value) != "null" {
+			keys[k] = v.Value
+		}
+	}
+	if b, err := json.Marshal(keys); err == nil {
+		var d events.Experiment
+		if json.Unmarshal(b, &d) == nil {
+			e.Definition = &d
+			e.DefinitionProblems = append(e.DefinitionProblems, d.Problems()...)
+		}
+	}
+	runs := map[string]bool{}
+	for _, a := range r.Arms {
+		e.Arms = append(e.Arms, a.Name)
+		e.Pods += a.Pods
+		for _, run := range a.Runs {
+			runs[run.Run] = true
+		}
+	}
+	e.Runs = slices.SortedFunc(maps.Keys(runs), compare.CompareRuns)
+	return e
 }
