@@ -245,3 +245,16 @@ func importedInfo(r record.Record) report.ExperimentInfo {
 	e.Runs = slices.SortedFunc(maps.Keys(runs), compare.CompareRuns)
 	return e
 }
+
+// Successors are the experiments whose definition in force names name as previous, by name.
+func (db *DB) Successors(ctx context.Context, name string) ([]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT name FROM experiments WHERE definition->>'previous' = $1 ORDER BY name`, name)
+	if err != nil {
+		return nil, fmt.Errorf("read the successors of %s: %w", name, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the successors of %s: %w", name, err)
+	}
+	return out, nil
+}

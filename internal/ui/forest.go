@@ -39,6 +39,9 @@ type experimentView struct {
 	DefinitionProblems     []string
 	MoreDefinitionProblems int
 	DefinitionURL          string
+
+	// Chain is the record section: the record, previous and next experiments, against others.
+	Chain *chainView
 }
 
 type armSummary struct {

@@ -138,6 +138,14 @@ func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := buildExperiment(e, c, ns, err)
+	sc, ok := u.readScope(w, r)
+	if !ok {
+		return
+	}
+	if v.Chain, err = u.chainOf(r, e, sc); err != nil {
+		u.internal(w, r, err)
+		return
+	}
 	u.render(w, r, "experiment.html", page{Title: name, Crumbs: []crumb{{"Experiments", Prefix + "/"}}, View: v})
 }
 

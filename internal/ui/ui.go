@@ -35,6 +35,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/scope"
 )
@@ -65,6 +66,8 @@ type Reader interface {
 	Workloads(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.WorkloadSummary, error)
 	Workload(ctx context.Context, w events.WorkloadRef, from, to time.Time) (report.WorkloadWindow, error)
 	Disruptions(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.Disruption, error)
+	RecordOrImported(ctx context.Context, name, namespace string) (record.Record, bool, error)
+	Successors(ctx context.Context, name string) ([]string, error)
 }
 
 // UI serves the web UI.
@@ -99,6 +102,8 @@ func New(db Reader, logger *slog.Logger) (http.Handler, error) {
 	r.Get("/", u.experiments)
 	r.Get("/experiments/{name}", u.experiment)
 	r.Get("/experiments/{name}/arms/{arm}", u.arm)
+	r.Get("/experiments/{name}/against", u.againstForm)
+	r.Get("/experiments/{name}/against/{other}", u.against)
 	r.Get("/experiments/{name}/runs/{run}", u.run)
 	r.Get("/experiments/{name}/runs/{run}/version", u.runVersion)
 	r.Get("/pods/{uid}", u.pod)

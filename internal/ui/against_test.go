@@ -1,0 +1,72 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/schedlens/schedlens/internal/api"
+	"github.com/schedlens/schedlens/internal/api/apitest"
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/ui"
+)
+
+// The experiment page links the chain — day21's definition names day20 as previous — and its
+// form (no script: a GET) holds day20 against day21 on a page of its own: the changed
+// definition key, the baseline's metrics with their shift, and each arm's verdicts with
+// whether they held.
+func TestRecordChainAndAgainstPage(t *testing.T) {
+	ctx := browser(t)
+	db := pgtest.DB(t)
+	day21 := eventgen.Default()
+	day21.Experiment, day21.IDPrefix, day21.Seed = "day21", "d21/", 21
+	for _, cfg := range []eventgen.Config{eventgen.Default(), day21} {
+		if _, err := db.Append(context.Background(), eventgen.Generate(cfg), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var def events.Experiment
+	if err := json.Unmarshal([]byte(`{"name":"day21","change":"placement, again","baseline":"control","previous":"day20"}`), &def); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DefineExperiment(context.Background(), def, day21.Start.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	web, err := ui.New(db, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.Serve(t, db, api.WithUI(web))
+
+	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/experiments/day21"), chromedp.WaitVisible(chromedp.CSS(`[data-record]`)))
+	if got := eval[string](t, ctx, `document.querySelector('[data-previous]')?.dataset.previous ?? ''`); got != "day20" {
+		t.Errorf("day21's page: previous %q, want day20", got)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/experiments/day20"), chromedp.WaitVisible(chromedp.CSS(`[data-record]`)))
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('[data-next]')].map(a => a.dataset.next).join(',')`); got != "day21" {
+		t.Errorf("day20's page: next %q, want day21", got)
+	}
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`#against-form select`), "day21"),
+		chromedp.Submit(chromedp.CSS(`#against-form`)), chromedp.WaitVisible(chromedp.CSS(`#arms-held`)))
+	if got := eval[string](t, ctx, `location.pathname`); got != "/ui/experiments/day20/against/day21" {
+		t.Fatalf("the form led to %s", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('[data-difference="definition.change"]').length`); got != 1 {
+		t.Errorf("rows for definition.change: %d, want 1", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('#baseline-shift [data-shift]').length`); got == 0 {
+		t.Error("no baseline metric rows")
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('#arms-held [data-arm]')].map(r => r.dataset.arm).join(',')`); got != "affinity,oversized,priority,sharing" {
+		t.Errorf("arms held: %q", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('#arms-held [data-held]').length`); got != 4 {
+		t.Errorf("arms with data-held: %d", got)
+	}
+}
