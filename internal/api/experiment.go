@@ -106,17 +106,8 @@ func (s *Server) comparison(w http.ResponseWriter, r *http.Request) {
 // its canonical bytes, its digest also in the ETag; for an experiment without pods here, the
 // latest record of it imported.
 func (s *Server) record(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
-	if !s.mayReadExperiment(w, r, name) {
-		return
-	}
-	rec, _, err := s.db.RecordOrImported(r.Context(), name, r.URL.Query().Get("namespace"))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods and no imported record of experiment %q", name))
-		return
-	case err != nil:
-		s.internal(w, r, err)
+	rec, ok := s.readRecord(w, r, chi.URLParam(r, "name"))
+	if !ok {
 		return
 	}
 	b, err := record.Marshal(rec)
@@ -129,22 +120,32 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// readRecord reads experiment name's record (its own, else the latest imported) for a caller
+// who may read it, and answers the request when it cannot.
+func (s *Server) readRecord(w http.ResponseWriter, r *http.Request, name string) (record.Record, bool) {
+	if !s.mayReadExperiment(w, r, name) {
+		return record.Record{}, false
+	}
+	rec, _, err := s.db.RecordOrImported(r.Context(), name, r.URL.Query().Get("namespace"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods and no imported record of experiment %q", name))
+		return record.Record{}, false
+	case err != nil:
+		s.internal(w, r, err)
+		return record.Record{}, false
+	}
+	return rec, true
+}
+
 // against is GET /v1/experiments/{name}/against/{other}: the two experiments' records held
 // against each other (record.Compare).
 func (s *Server) against(w http.ResponseWriter, r *http.Request) {
 	names := []string{chi.URLParam(r, "name"), chi.URLParam(r, "other")}
 	var recs [2]record.Record
 	for i, name := range names {
-		if !s.mayReadExperiment(w, r, name) {
-			return
-		}
-		rec, _, err := s.db.RecordOrImported(r.Context(), name, r.URL.Query().Get("namespace"))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			problem(w, http.StatusNotFound, "Unknown experiment", fmt.Sprintf("no pods and no imported record of experiment %q", name))
-			return
-		case err != nil:
-			s.internal(w, r, err)
+		rec, ok := s.readRecord(w, r, name)
+		if !ok {
 			return
 		}
 		recs[i] = rec

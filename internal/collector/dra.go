@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/schedlens/schedlens/internal/kube"
 )
 
 // draCache is kube.DRA over the collector's informers: the ResourceClaims of every scope's
@@ -59,14 +61,8 @@ func (d *draCache) Device(driver, pool, device string) (*resourcev1.Device, stri
 		if !ok || s.Spec.Pool.Generation != newest {
 			continue
 		}
-		for i := range s.Spec.Devices {
-			if s.Spec.Devices[i].Name == device {
-				node := ""
-				if s.Spec.NodeName != nil {
-					node = *s.Spec.NodeName
-				}
-				return &s.Spec.Devices[i], node
-			}
+		if d, node := kube.SliceDevice(s, device); d != nil {
+			return d, node
 		}
 	}
 	return nil, ""

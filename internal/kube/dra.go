@@ -41,6 +41,21 @@ const (
 	attrParentUUID = "parentUUID" // MIG devices: the GPU they are carved from
 )
 
+// SliceDevice is the device named device in slice s and the node the slice is local to (""
+// for network-attached devices); nil when the slice has none of that name.
+func SliceDevice(s *resourcev1.ResourceSlice, device string) (*resourcev1.Device, string) {
+	for i := range s.Spec.Devices {
+		if s.Spec.Devices[i].Name == device {
+			node := ""
+			if s.Spec.NodeName != nil {
+				node = *s.Spec.NodeName
+			}
+			return &s.Spec.Devices[i], node
+		}
+	}
+	return nil, ""
+}
+
 // PodClaims lists a pod's ResourceClaims — spec.resourceClaims in order, then the claim the
 // scheduler generated for extended resources backed by DRA — each resolved through dra.
 func PodClaims(pod *corev1.Pod, dra DRA) []events.PodClaim {

@@ -111,6 +111,9 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	fmt.Fprintf(stdout, "\nin the web UI: %s (runs: %s)\n\n", uiURL(s.APIAddr, def.Name, ns, ""), uiURL(s.APIAddr, def.Name, ns, "1"))
+	if err := printRecord(ctx, stdout, s.APIAddr, def.Name, ns); err != nil {
+		return err
+	}
 	if err := compare.WriteTable(stdout, c); err != nil {
 		return err
 	}
@@ -123,6 +126,22 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	fmt.Fprintf(stdout, "\nThe API stays up until Ctrl-C:\n  curl -s 'http://%s/v1/pods?namespace=%s&arm=%s' | jq .\n  curl -s http://%s/v1/pods/<uid>/timeline | jq .\n",
 		s.APIAddr, ns, def.Baseline, s.APIAddr)
 	<-ctx.Done()
+	return nil
+}
+
+// printRecord says where the experiment's record is, with its digest (docs/records.md).
+func printRecord(ctx context.Context, w io.Writer, addr, name, ns string) error {
+	var r struct {
+		Digest string `json:"digest"`
+		Events struct {
+			Count int64 `json:"count"`
+		} `json:"events"`
+	}
+	u := "http://" + addr + "/v1/experiments/" + url.PathEscape(name) + "/record?" + url.Values{"namespace": {ns}}.Encode()
+	if err := getJSON(ctx, u, &r); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	fmt.Fprintf(w, "the record of its conditions and results (%d events): %s\n  %s\n\n", r.Events.Count, r.Digest, u)
 	return nil
 }
 

@@ -144,6 +144,8 @@ func TestDemo(t *testing.T) {
 		// The web UI's address, at the start and beside the summary (checked to answer).
 		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
 		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
+		// The record's digest, and where to read it.
+		regexp.MustCompile(`(?m)^the record of its conditions and results \(\d+ events\): sha256:[0-9a-f]{64}\n  http://127\.0\.0\.1:\d+/v1/experiments/mini/record\?namespace=mini-\S+$`),
 		// Pods bound at once read a pending of tens of milliseconds (sub-second milestones), not
 		// the up to one second a creation timestamp's whole second would add.
 		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s+0\.[0-2]\d\d\s`),

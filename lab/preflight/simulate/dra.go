@@ -133,14 +133,8 @@ func (v draView) Device(driver, pool, device string) (*resourcev1.Device, string
 		if sl.Spec.Driver != driver || sl.Spec.Pool.Name != pool {
 			continue
 		}
-		for i := range sl.Spec.Devices {
-			if sl.Spec.Devices[i].Name == device {
-				node := ""
-				if sl.Spec.NodeName != nil {
-					node = *sl.Spec.NodeName
-				}
-				return &sl.Spec.Devices[i], node
-			}
+		if d, node := kube.SliceDevice(sl, device); d != nil {
+			return d, node
 		}
 	}
 	return nil, ""
