@@ -112,6 +112,7 @@ func New(db *store.DB, logger *slog.Logger, reg prometheus.Registerer, g prometh
 	r.Get("/v1/workloads/{namespace}/{kind}/{name}/trace.json", s.workloadTrace)
 	r.Get("/v1/workloads/{namespace}/{kind}/{name}/compare", s.workloadComparison)
 	r.Get("/v1/disruptions", s.listDisruptions)
+	r.Get("/v1/labels", s.listLabels)
 	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(openAPI)

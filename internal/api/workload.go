@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/labels"
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/store"
 	"github.com/schedlens/schedlens/internal/trace"
@@ -230,4 +231,33 @@ func (s *Server) workloadComparison(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, c)
+}
+
+// LabelsAnswer is GET /v1/labels: internal/labels' answer over the window, with the window and
+// how many namespaces the caller may not read.
+type LabelsAnswer struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	labels.Answer
+	NamespacesHidden int `json:"namespaces_hidden"`
+}
+
+// listLabels is GET /v1/labels?from=&to=: the node labels the placement rules of the window's
+// pods use, the nodes carrying each value, who depends on them, what the label registries say
+// of them, and their drift in the window.
+func (s *Server) listLabels(w http.ResponseWriter, r *http.Request) {
+	from, to, ok := readWindow(w, r)
+	if !ok {
+		return
+	}
+	sc, ok := s.listScope(w, r)
+	if !ok {
+		return
+	}
+	a, err := s.db.Labels(r.Context(), sc, from, to)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, LabelsAnswer{From: from, To: to, Answer: a, NamespacesHidden: sc.Hidden()})
 }

@@ -151,7 +151,8 @@ func (c *Collector) Ready() error {
 }
 
 // Run starts the informers — nodes first (a pod's GPU sharing mode needs its node's labels),
-// experiment ConfigMaps next (they say which request the prober sends to their pods), workload
+// experiment ConfigMaps next (they say which request the prober sends to their pods), label
+// registries (what the node labels placement uses are and who owns them), workload
 // controllers (what the pods' owners want), DRA claims, slices and classes (what a pod's
 // claims got), then pods,
 // then events (published only about pods known to be in scope) — publishes an inventory per
@@ -175,6 +176,9 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 	c.makeScopes()
 	if err := c.startConfigMaps(ctx); err != nil {
+		return err
+	}
+	if err := c.startLabelRegistries(ctx); err != nil {
 		return err
 	}
 	if err := c.startWorkloads(ctx); err != nil {

@@ -194,6 +194,30 @@ func (c *Collector) onConfigMap(sw *scopeWatch, obj any) {
 	c.pub.Offer(env)
 }
 
+// labelRegistryEnvelope converts a label registry ConfigMap (a deleted one may come as a
+// tombstone).
+func (c *Collector) labelRegistryEnvelope(sw *scopeWatch, obj any, deleted bool) (*events.Envelope, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil, false
+	}
+	env, err := kube.LabelRegistryEnvelope(cm, deleted, c.meta(sw))
+	if err != nil {
+		c.convertError("configmap", cm.Namespace+"/"+cm.Name, err)
+		return nil, false
+	}
+	return env, true
+}
+
+func (c *Collector) onLabelRegistry(sw *scopeWatch, obj any, deleted bool) {
+	if env, ok := c.labelRegistryEnvelope(sw, obj, deleted); ok {
+		c.pub.Offer(env)
+	}
+}
+
 // requestKey names an experiment's fixed request: the namespace of its ConfigMap and the
 // experiment's name. A pod is probed with the request its own namespace defines, so a ConfigMap
 // in one namespace cannot choose what is sent to the pods of another.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/kube"
 )
 
 // factory returns an informer factory that drops the object bulk the collector never reads
@@ -98,6 +99,28 @@ func (c *Collector) startConfigMaps(ctx context.Context) error {
 		})
 		if err != nil {
 			return fmt.Errorf("configmap handler: %w", err)
+		}
+		fs, regs = append(fs, cf), append(regs, reg)
+	}
+	return start(ctx, fs, regs...)
+}
+
+// startLabelRegistries watches the label registry ConfigMaps (labelled schedlens.io/label-registry)
+// of every scope, and publishes each state and deletion: the node labels placement depends on,
+// with their source and owner (GET /v1/labels).
+func (c *Collector) startLabelRegistries(ctx context.Context) error {
+	var fs []informers.SharedInformerFactory
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, sw := range c.scopes {
+		cf := c.factory(informers.WithNamespace(scopeNamespace(sw)), informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kube.LabelRegistry }))
+		sw.registries = cf.Core().V1().ConfigMaps().Informer()
+		reg, err := sw.registries.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.onLabelRegistry(sw, obj, false) },
+			UpdateFunc: func(_, obj any) { c.onLabelRegistry(sw, obj, false) },
+			DeleteFunc: func(obj any) { c.onLabelRegistry(sw, obj, true) },
+		})
+		if err != nil {
+			return fmt.Errorf("label registry handler: %w", err)
 		}
 		fs, regs = append(fs, cf), append(regs, reg)
 	}

@@ -19,6 +19,7 @@ type scopeWatch struct {
 	pods       cache.SharedIndexInformer
 	events     cache.SharedIndexInformer
 	configMaps cache.SharedIndexInformer
+	registries cache.SharedIndexInformer   // label registry ConfigMaps
 	workloads  []cache.SharedIndexInformer // Deployments, ReplicaSets, StatefulSets
 	due        atomic.Bool                 // an inventory was asked for (a pod vanished in a relist)
 

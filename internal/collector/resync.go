@@ -10,7 +10,7 @@ import (
 )
 
 // Resync publishes the whole current state again — every node, pod, event about a known pod
-// or node, workload controller, experiment ConfigMap, and an inventory per scope — waiting for buffer room. Ids
+// or node, workload controller, experiment ConfigMap, label registry, and an inventory per scope — waiting for buffer room. Ids
 // make it idempotent: JetStream and Postgres drop what they already hold. Call it only once
 // Ready.
 func (c *Collector) Resync(ctx context.Context) error {
@@ -55,6 +55,13 @@ func (c *Collector) Resync(ctx context.Context) error {
 				if err != nil || !ok {
 					continue
 				}
+				if err := c.pub.Put(ctx, env); err != nil {
+					return err
+				}
+			}
+		}
+		for _, obj := range sw.registries.GetStore().List() {
+			if env, ok := c.labelRegistryEnvelope(sw, obj, false); ok {
 				if err := c.pub.Put(ctx, env); err != nil {
 					return err
 				}

@@ -199,6 +199,8 @@ func decodePayload(kind Kind, data json.RawMessage) (any, error) {
 		p = &Heartbeat{}
 	case KindWorkloadStatus:
 		p = &WorkloadStatus{}
+	case KindLabelRegistry:
+		p = &LabelRegistry{}
 	}
 	if err := decodeFast(data, p, "data"); err != nil {
 		return nil, err
@@ -209,6 +211,21 @@ func decodePayload(kind Kind, data json.RawMessage) (any, error) {
 		}
 	}
 	return p, nil
+}
+
+func (p *LabelRegistry) validate() error {
+	switch {
+	case p.Namespace == "":
+		return invalid("data.namespace", "missing")
+	case p.Name == "":
+		return invalid("data.name", "missing")
+	}
+	for i, l := range p.Labels {
+		if l.Key == "" {
+			return invalid(fmt.Sprintf("data.labels[%d].key", i), "missing")
+		}
+	}
+	return nil
 }
 
 func (p *K8sEvent) validate() error {

@@ -30,6 +30,7 @@ var (
 	inventoryJSON        = fixture("inventory.json")
 	heartbeatJSON        = fixture("heartbeat.json")
 	workloadJSON         = fixture("workload_status.json")
+	labelRegistryJSON    = fixture("label_registry.json")
 )
 
 // fixture reads a message from testdata.
@@ -294,6 +295,21 @@ func validCases() []validCase {
 				},
 			},
 		},
+		{
+			name: "label_registry with an entry it could not read",
+			msg:  labelRegistryJSON,
+			want: &events.Envelope{
+				V: 1, ID: "label_registry/platform/node-label-registry/5120", Kind: events.KindLabelRegistry,
+				Cluster: "lab", Source: "collector/lab-0",
+				OccurredAt: at("2026-11-30T04:35:06Z"), ObservedAt: at("2026-11-30T04:35:06Z"),
+				Payload: &events.LabelRegistry{Namespace: "platform", Name: "node-label-registry",
+					Labels: []events.LabelDoc{
+						{Key: "gpu-model", Source: "node-pool provisioner", Owner: "platform-infra", Values: []string{"H100", "A100"}, Use: "preference", Registry: "platform/node-label-registry"},
+						{Key: "nvidia.com/gpu.product", Source: "GPU feature discovery", Owner: "platform-gpu", Meaning: "the GPU model", Use: "hard", Registry: "platform/node-label-registry"},
+					},
+					Errors: []string{"label registry platform/node-label-registry: accelerator: no owner"}},
+			},
+		},
 	}
 }
 
@@ -497,6 +513,9 @@ func TestDecodeInvalid(t *testing.T) {
 		{"workload uid not a UID", mutate(workloadJSON, edit{"data.uid", `"x"`}), "data.uid"},
 		{"workload replicas not a number", mutate(workloadJSON, edit{"data.replicas", `"3"`}), "data.replicas"},
 		{"heartbeat since not a time", mutate(heartbeatJSON, edit{"data.since", `"yesterday"`}), "data.since"},
+		// label_registry data.
+		{"label registry without a namespace", mutate(labelRegistryJSON, edit{"data.namespace", absent}), "data.namespace"},
+		{"label registry entry without a key", mutate(labelRegistryJSON, edit{"data.labels", `[{"source":"x","owner":"y"}]`}), "data.labels[0].key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

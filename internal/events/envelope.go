@@ -31,10 +31,13 @@ const (
 	// KindWorkloadStatus is a snapshot of a Deployment, ReplicaSet or StatefulSet: the
 	// replicas it wants and the revision it runs (a schedlens addition beside the contract).
 	KindWorkloadStatus Kind = "workload_status"
+	// KindLabelRegistry is a label registry ConfigMap (labelled schedlens.io/label-registry):
+	// the node labels placement depends on, with their source and owner (a schedlens addition).
+	KindLabelRegistry Kind = "label_registry"
 )
 
 // Kinds lists every known kind in a stable order (for metrics and documentation).
-var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory, KindHeartbeat, KindWorkloadStatus}
+var Kinds = []Kind{KindK8sEvent, KindPodStatus, KindNodeStatus, KindGPUSample, KindRequest, KindExperiment, KindInventory, KindHeartbeat, KindWorkloadStatus, KindLabelRegistry}
 
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {

@@ -462,3 +462,27 @@ func (w *WorkloadStatus) Desired() int {
 	}
 	return int(*w.Replicas)
 }
+
+// LabelRegistry is a label registry ConfigMap as the collector read it (label_registry): its
+// entries (kube.LabelRegistryOf), the entries it could not read, and whether it was deleted. The
+// envelope names no pod and no node.
+type LabelRegistry struct {
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	Labels    []LabelDoc `json:"labels"`
+	Errors    []string   `json:"errors,omitempty"`
+	Deleted   bool       `json:"deleted,omitempty"`
+}
+
+// LabelDoc is a label registry's entry for one node label key.
+type LabelDoc struct {
+	Key     string   `json:"key"`
+	Source  string   `json:"source"`
+	Owner   string   `json:"owner"`
+	Meaning string   `json:"meaning,omitempty"`
+	Values  []string `json:"values,omitempty"`
+	// Use is "hard" (required rules), "preference" (preferred affinity) or "" (either).
+	Use string `json:"use,omitempty"`
+	// Registry is the namespace/name of the ConfigMap that documents it.
+	Registry string `json:"registry"`
+}

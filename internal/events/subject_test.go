@@ -21,6 +21,7 @@ func TestSubject(t *testing.T) {
 		events.KindHeartbeat:  "schedlens.v1.lab.heartbeat",
 
 		events.KindWorkloadStatus: "schedlens.v1.lab.workload_status",
+		events.KindLabelRegistry:  "schedlens.v1.lab.label_registry",
 	}
 	got := map[events.Kind]string{}
 	for _, k := range events.Kinds {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedlens/schedlens/internal/events"
 )
 
 // A label registry documents the node labels placement depends on: a ConfigMap labelled
@@ -35,17 +37,7 @@ const (
 )
 
 // LabelDoc is the registry's entry for one node label key.
-type LabelDoc struct {
-	Key     string   `json:"key"`
-	Source  string   `json:"source"`
-	Owner   string   `json:"owner"`
-	Meaning string   `json:"meaning,omitempty"`
-	Values  []string `json:"values,omitempty"`
-	// Use is LabelUseHard, LabelUsePreference, or "" (either).
-	Use string `json:"use,omitempty"`
-	// Registry is the namespace/name of the ConfigMap that documents it.
-	Registry string `json:"registry"`
-}
+type LabelDoc = events.LabelDoc
 
 // labelEntry is an entry as written.
 type labelEntry struct {
@@ -100,4 +92,26 @@ func LabelRegistryOf(cm *corev1.ConfigMap) ([]LabelDoc, []error) {
 		out = append(out, LabelDoc{Key: key, Source: e.Source, Owner: e.Owner, Meaning: e.Meaning, Values: e.Values, Use: e.Use, Registry: name})
 	}
 	return out, errs
+}
+
+// LabelRegistryEnvelope converts a label registry ConfigMap: id
+// "label_registry/<namespace>/<name>/<resourceVersion>" (and "/deleted" when it went), its
+// entries and the entries it could not read; occurred_at and observed_at m.Observed.
+func LabelRegistryEnvelope(cm *corev1.ConfigMap, deleted bool, m Meta) (*events.Envelope, error) {
+	reg := events.LabelRegistry{Namespace: cm.Namespace, Name: cm.Name, Labels: []events.LabelDoc{}, Deleted: deleted}
+	if !deleted {
+		docs, errs := LabelRegistryOf(cm)
+		if docs != nil {
+			reg.Labels = docs
+		}
+		for _, e := range errs {
+			reg.Errors = append(reg.Errors, e.Error())
+		}
+	}
+	id := joinID(string(events.KindLabelRegistry), cm.Namespace, cm.Name, cm.ResourceVersion) + deletedSuffix(deleted)
+	env, err := envelope(events.KindLabelRegistry, id, m.Observed, nil, "", nil, &reg, m)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return env, nil
 }

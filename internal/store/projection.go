@@ -273,6 +273,7 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 		b.Queue(mergeWatches, wc, wk, ws, wu)
 	}
 	queueExperiments(b, envs)
+	queueLabelRegistries(b, envs)
 	queueWorkloads(b, envs)
 	if len(podRows) > 0 {
 		// Staging empties at commit; a second projection in the same transaction (results
@@ -382,7 +383,7 @@ func (db *DB) Rebuild(ctx context.Context, chunk int) (RebuildResult, error) {
 	var res RebuildResult
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE events IN SHARE MODE;
-			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, inventory_pods, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, scope_watches, workload_states;`+stageDDL); err != nil {
+			TRUNCATE pods, pod_event_series, kind_counts, inventories, inventory_parts, inventory_pods, pod_latency, pod_gpu_util, pod_ips, unattributed_requests, experiments, label_registries, scope_watches, workload_states;`+stageDDL); err != nil {
 			return fmt.Errorf("reset projections: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DECLARE rebuild NO SCROLL CURSOR FOR SELECT envelope::text FROM events`); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/schedlens/schedlens/internal/compare"
+	"github.com/schedlens/schedlens/internal/labels"
 	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/scope"
@@ -139,4 +140,40 @@ func compactJSON(v any) string {
 // intervalText is an across-run mean with its interval: "1.23 [1.1, 1.4]".
 func intervalText(i compare.Interval) string {
 	return fmt.Sprintf("%.4g [%s, %s]", i.Mean, fmtNum(i.Low), fmtNum(i.High))
+}
+
+// labelsView is /ui/labels: the node labels placement uses over a window (internal/labels).
+type labelsView struct {
+	Window         windowForm
+	Labels         []labelRow
+	Registries     int
+	RegistryErrors []string
+	APIURL         string
+}
+
+type labelRow struct {
+	labels.Label
+	Undocumented bool
+}
+
+// labelsPage is /ui/labels?from=&to=.
+func (u *UI) labelsPage(w http.ResponseWriter, r *http.Request) {
+	win, ok := u.window(w, r)
+	if !ok {
+		return
+	}
+	sc, ok := u.listScope(w, r)
+	if !ok {
+		return
+	}
+	a, err := u.db.Labels(r.Context(), sc, win.From, win.To)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	v := labelsView{Window: win, Registries: a.Registries, RegistryErrors: a.RegistryErrors, APIURL: withQuery("/v1/labels", apiQuery(r.URL.Query()))}
+	for _, l := range a.Labels {
+		v.Labels = append(v.Labels, labelRow{Label: l, Undocumented: l.Documented == nil})
+	}
+	u.render(w, r, "labels.html", page{Title: "Node labels", View: v, Hidden: sc.Hidden()})
 }

@@ -70,3 +70,47 @@ func TestRecordChainAndAgainstPage(t *testing.T) {
 		t.Errorf("arms with data-held: %d", got)
 	}
 }
+
+// /ui/labels lists the labels the window's pods place on: documented or not (a registry names
+// one of the two), and a node whose value drifted in the window.
+func TestLabelsPage(t *testing.T) {
+	ctx := browser(t)
+	db := pgtest.DB(t)
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var envs []*events.Envelope
+	add := func(kind events.Kind, id string, at time.Time, pod *events.PodRef, node string, payload any) {
+		b, err := events.Encode(&events.Envelope{V: events.Version, ID: id, Kind: kind, Cluster: "lab", Source: "test", OccurredAt: at, ObservedAt: at, Pod: pod, Node: node, Payload: payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := events.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, e)
+	}
+	add(events.KindNodeStatus, "node/1", t0, nil, "gpu-1", &events.NodeStatus{Ready: true, Labels: map[string]string{"accelerator": "nvidia-gpu", "gpu-model": "H100"}})
+	add(events.KindNodeStatus, "node/2", t0, nil, "gpu-2", &events.NodeStatus{Ready: true, Labels: map[string]string{"gpu-model": "A100"}})
+	add(events.KindPodStatus, "pod/1", t0.Add(time.Minute), &events.PodRef{Namespace: "ai-lab", Name: "infer-1", UID: "00000000-0000-4000-8000-000000000001"}, "",
+		&events.PodStatus{Phase: events.PhaseRunning, NodeName: "gpu-1", CreationTimestamp: &t0,
+			Placement: &events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}, Preferred: []string{"50: gpu-model In (H100)"}}})
+	add(events.KindNodeStatus, "node/2b", t0.Add(2*time.Minute), nil, "gpu-2", &events.NodeStatus{Ready: true, Labels: map[string]string{"gpu-model": "A100-80GB"}})
+	add(events.KindLabelRegistry, "label_registry/platform/node-labels/7", t0, nil, "", &events.LabelRegistry{Namespace: "platform", Name: "node-labels",
+		Labels: []events.LabelDoc{{Key: "accelerator", Source: "GPU feature discovery", Owner: "platform-gpu", Use: "hard", Registry: "platform/node-labels"}}})
+	if _, err := db.Append(context.Background(), envs, nil); err != nil {
+		t.Fatal(err)
+	}
+	web, err := ui.New(db, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.Serve(t, db, api.WithUI(web))
+	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/labels?from=2026-12-01T08:00:00Z&to=2026-12-01T10:00:00Z"), chromedp.WaitVisible(chromedp.CSS(`#labels`)))
+	got := eval[string](t, ctx, `[...document.querySelectorAll('#labels [data-label]')].map(r => r.dataset.label + ':' + r.dataset.documented + ':' + r.dataset.drift).join(' ')`)
+	if want := "accelerator:true:0 gpu-model:false:1"; got != want {
+		t.Errorf("label rows %q, want %q", got, want)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('[data-drift-node]')?.textContent ?? ''`); got != "gpu-2: A100 → A100-80GB" {
+		t.Errorf("drift %q", got)
+	}
+}

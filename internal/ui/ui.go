@@ -35,6 +35,7 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/labels"
 	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/scope"
@@ -68,6 +69,7 @@ type Reader interface {
 	Disruptions(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.Disruption, error)
 	RecordOrImported(ctx context.Context, name, namespace string) (record.Record, bool, error)
 	Successors(ctx context.Context, name string) ([]string, error)
+	Labels(ctx context.Context, s scope.Scope, from, to time.Time) (labels.Answer, error)
 }
 
 // UI serves the web UI.
@@ -110,6 +112,7 @@ func New(db Reader, logger *slog.Logger) (http.Handler, error) {
 	r.Get("/workloads", u.workloads)
 	r.Get("/workloads/{namespace}/{kind}/{name}", u.workload)
 	r.Get("/disruptions", u.disruptions)
+	r.Get("/labels", u.labelsPage)
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheable(http.FileServerFS(static))))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, http.StatusNotFound, "Not found", "There is no page at "+r.URL.Path+".")

@@ -1,0 +1,47 @@
+package labels_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/labels"
+)
+
+// The keys of a placement as the collector writes it: nodeSelector keys, each expression's key
+// of every required term and of every weighted preferred term; fields and empty terms are not
+// labels.
+func TestKeysOf(t *testing.T) {
+	got := labels.KeysOf(&events.Placement{
+		NodeSelector: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+		Required:     []string{"accelerator In (nvidia-gpu) && topology.kubernetes.io/zone NotIn (a,b)", "(empty term)", "metadata.name In (gpu-1)"},
+		Preferred:    []string{"50: gpu-model In (H100)", "10: accelerator Exists"},
+	})
+	want := map[string]map[string]bool{
+		"nvidia.com/gpu.product":      {labels.UseNodeSelector: true},
+		"accelerator":                 {labels.UseRequired: true, labels.UsePreferred: true},
+		"topology.kubernetes.io/zone": {labels.UseRequired: true},
+		"gpu-model":                   {labels.UsePreferred: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if len(labels.KeysOf(nil)) != 0 {
+		t.Error("a pod without placement uses labels")
+	}
+}
+
+// The first registry (by namespace and name) documents a key; the others' entries for it are
+// not taken; registries' unreadable entries are listed.
+func TestBuildRegistries(t *testing.T) {
+	pods := []labels.Pod{{Namespace: "a", WorkloadKind: "Deployment", WorkloadName: "x", Placement: &events.Placement{NodeSelector: map[string]string{"k": "v"}}}}
+	regs := []events.LabelRegistry{
+		{Namespace: "a", Name: "r1", Labels: []events.LabelDoc{{Key: "k", Source: "s1", Owner: "o1", Registry: "a/r1"}}, Errors: []string{"bad"}},
+		{Namespace: "b", Name: "r2", Labels: []events.LabelDoc{{Key: "k", Source: "s2", Owner: "o2", Registry: "b/r2"}}},
+	}
+	a := labels.Build(pods, []labels.Node{{Name: "n", Labels: map[string]string{"k": "v"}}}, regs)
+	if len(a.Labels) != 1 || a.Labels[0].Documented == nil || a.Labels[0].Documented.Registry != "a/r1" || a.Registries != 2 || len(a.RegistryErrors) != 1 {
+		t.Errorf("answer %+v", a)
+	}
+}
