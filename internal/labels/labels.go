@@ -60,7 +60,7 @@ type Value struct {
 // Dependent is a workload (and experiment arm) whose pods' rules use the label, and how.
 type Dependent struct {
 	Namespace  string   `json:"namespace"`
-	Workload   string   `json:"workload"` // Kind/name
+	Workload   string   `json:"workload,omitempty"` // Kind/name; "" for an experiment arm's bare pods
 	Experiment string   `json:"experiment,omitempty"`
 	Arm        string   `json:"arm,omitempty"`
 	Uses       []string `json:"uses"`
@@ -146,6 +146,9 @@ func Build(pods []Pod, nodes []Node, registries []events.LabelRegistry) Answer {
 				uses[key], deps[key] = map[string]bool{}, map[dep]map[string]bool{}
 			}
 			d := dep{p.Namespace, cmp.Or(p.WorkloadKind, "Pod") + "/" + p.WorkloadName, p.Experiment, p.Arm}
+			if d.workload == "Pod/"+p.WorkloadName && p.Experiment != "" {
+				d.workload = "" // an experiment's bare pods: the arm is what depends on the label
+			}
 			if deps[key][d] == nil {
 				deps[key][d] = map[string]bool{}
 			}

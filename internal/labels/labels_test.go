@@ -45,3 +45,23 @@ func TestBuildRegistries(t *testing.T) {
 		t.Errorf("answer %+v", a)
 	}
 }
+
+// An experiment arm's bare pods depend on a label as their arm, once; a Deployment's pods as it.
+func TestDependents(t *testing.T) {
+	sel := &events.Placement{NodeSelector: map[string]string{"k": "v"}}
+	pods := []labels.Pod{
+		{Namespace: "lab", WorkloadKind: "Pod", WorkloadName: "day20-mig-r1-1", Experiment: "day20", Arm: "mig", Placement: sel},
+		{Namespace: "lab", WorkloadKind: "Pod", WorkloadName: "day20-mig-r2-1", Experiment: "day20", Arm: "mig", Placement: sel},
+		{Namespace: "prod", WorkloadKind: "Deployment", WorkloadName: "infer", Placement: sel},
+		{Namespace: "prod", WorkloadKind: "Pod", WorkloadName: "debug", Placement: sel},
+	}
+	got := labels.Build(pods, nil, nil).Labels[0].Dependents
+	want := []labels.Dependent{
+		{Namespace: "lab", Experiment: "day20", Arm: "mig", Uses: []string{"nodeSelector"}},
+		{Namespace: "prod", Workload: "Deployment/infer", Uses: []string{"nodeSelector"}},
+		{Namespace: "prod", Workload: "Pod/debug", Uses: []string{"nodeSelector"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("dependents (-want +got):\n%s", diff)
+	}
+}
