@@ -2,6 +2,7 @@ package collector_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/kube"
 	"github.com/schedlens/schedlens/internal/natstest"
+	"github.com/schedlens/schedlens/internal/pipetest"
 )
 
 // A label registry ConfigMap is published as it is listed, again on every edit (the new state,
@@ -57,4 +59,40 @@ func TestLabelRegistriesPublishedLive(t *testing.T) {
 	if r := registries()[2]; !r.Deleted || r.Name != "node-labels" {
 		t.Fatalf("deleted registry %+v", r)
 	}
+}
+
+// Through the pipeline — collector, JetStream, correlator — an edited registry is the one the
+// store answers (GET /v1/labels reads it) as soon as the correlator has the watch event.
+func TestLabelRegistryEditReachesTheStore(t *testing.T) {
+	p := pipetest.Start(t)
+	registry := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ai-lab", Name: "node-labels", ResourceVersion: "1",
+		Labels: map[string]string{kube.LabelRegistry: "true"}},
+		Data: map[string]string{kube.LabelRegistryKey: "gpu-model: {source: provisioner, owner: platform}\n"}}
+	k := newCluster(t, registry)
+	startCollector(t, k, p.NATSURL, testOpts{})
+	owners := func() string {
+		regs, err := p.DB.LabelRegistries(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range regs {
+			for _, l := range r.Labels {
+				out = append(out, l.Key+"="+l.Owner)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	waitFor(t, 10*time.Second, "the registry stored", func() bool { return owners() == "gpu-model=platform" })
+	edited := registry.DeepCopy()
+	edited.ResourceVersion = k.nextRV()
+	edited.Data[kube.LabelRegistryKey] = "gpu-model: {source: provisioner, owner: gpu-team}\n"
+	if _, err := k.client.CoreV1().ConfigMaps("ai-lab").Update(context.Background(), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the edit stored", func() bool { return owners() == "gpu-model=gpu-team" })
+	if err := k.client.CoreV1().ConfigMaps("ai-lab").Delete(context.Background(), "node-labels", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the deletion stored", func() bool { return owners() == "" })
 }

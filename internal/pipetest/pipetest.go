@@ -30,8 +30,8 @@ type Pipeline struct {
 	JS jetstream.JetStream
 	// DB is the store the correlator writes, for the code under test to read.
 	DB *store.DB
-	// URL is the test database's URL.
-	URL string
+	// URL is the test database's URL; NATSURL the NATS server's, for a collector to publish to.
+	URL, NATSURL string
 }
 
 // Start runs NATS and a correlator on a new test database until the test ends.
@@ -47,7 +47,8 @@ func Start(t testing.TB) *Pipeline {
 func Open(t testing.TB) *Pipeline {
 	t.Helper()
 	url := pgtest.URL(t)
-	return &Pipeline{t: t, JS: natstest.Start(t).Stream(), DB: pgtest.Open(t, url), URL: url}
+	srv := natstest.Start(t)
+	return &Pipeline{t: t, JS: srv.Stream(), DB: pgtest.Open(t, url), URL: url, NATSURL: srv.URL()}
 }
 
 // StartCorrelator runs a correlator from the stream into the database until the test ends; a
