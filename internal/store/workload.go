@@ -375,9 +375,20 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 					uids = append(uids, p.Pod.UID)
 				}
 			}
-			b.Queue(`SELECT e.pod_uid, e.occurred_at, e.occurred_at FROM events e
-				WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded+`
-				UNION ALL `+bucketSuccesses, uids, sp.From, sp.To)
+			if len(uids) == 0 {
+				continue
+			}
+			// The workload's successes in the span, raw and from buckets, as runs: a run ends
+			// where no success follows within MinGap (only the union of the workload's pods'
+			// successes matters, and only gaps longer than MinGap). A run is read back as
+			// successes MinGap apart (below): the same gaps as every success, in a few rows.
+			b.Queue(`WITH s AS (
+					SELECT e.occurred_at AS a, e.occurred_at AS b FROM events e
+					WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded+`
+					UNION ALL SELECT first_at, last_at FROM (`+bucketSuccesses+`) bs(pod_uid, first_at, last_at)),
+				o AS (SELECT a, b, max(b) OVER (ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM s),
+				g AS (SELECT a, b, sum(CASE WHEN before IS NULL OR a - before > $4::interval THEN 1 ELSE 0 END) OVER (ORDER BY a, b) AS run FROM o)
+				SELECT $5::text, min(a), max(b) FROM g GROUP BY run`, uids, sp.From, sp.To, in.MinGap, uids[0])
 		}
 		b.Queue(`SELECT u.uid, least(n.occurred_at, nb.first_success) AS at, least(n.occurred_at, nb.first_success) FROM unnest($1::text[]) AS u(uid)
 			LEFT JOIN LATERAL (SELECT e.occurred_at FROM events e
@@ -406,9 +417,9 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 			uid       string
 			at, until time.Time
 		)
-		// A pod is one workload's and its spans do not overlap: each success is read once. A
-		// row of a request bucket is its first and last success, and the bucket counts as
-		// served between them (bucketSuccesses).
+		// A row is a run of a workload's successes (the first of its pods names it): served
+		// from its start to its end, read as successes MinGap apart, so that no gap inside it
+		// counts and the gaps between runs count whole. A workload's spans do not overlap.
 		if _, err := pgx.ForEachRow(rows, []any{&uid, &at, &until}, func() error {
 			if p := byUID[uid]; p != nil {
 				for step := max(in.MinGap, time.Millisecond); at.Before(until); at = at.Add(step) {
