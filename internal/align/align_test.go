@@ -388,8 +388,9 @@ func TestBuildScheduled(t *testing.T) {
 				{"e1/1", podX, "04:32:01.2", "", failedScheduling("e1", 1)},
 				{"x/2", podX, "04:32:01.9", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
+			// The pod, created in second 00, was first seen 10 ms past it: created at 00's last µs.
 			want: unschedulable("2026-11-30T04:32:01.2Z",
-				want("gpu-node-2", "2026-11-30T04:32:00Z", "2026-11-30T04:32:01.9Z", "1.9s", "2026-11-30T04:32:01.905Z")),
+				want("gpu-node-2", "2026-11-30T04:32:00.999999Z", "2026-11-30T04:32:01.9Z", "900.001ms", "2026-11-30T04:32:01.905Z")),
 		},
 		{
 			name: "the condition not seen live is clamped up to first_unschedulable when that falls inside its second",
@@ -399,7 +400,23 @@ func TestBuildScheduled(t *testing.T) {
 				{"x/2", podX, "04:32:02.3", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
 			},
 			want: unschedulable("2026-11-30T04:32:01.2Z",
-				want("gpu-node-2", "2026-11-30T04:32:00Z", "2026-11-30T04:32:01.2Z", "1.2s", "2026-11-30T04:32:02.305Z")),
+				want("gpu-node-2", "2026-11-30T04:32:00.999999Z", "2026-11-30T04:32:01.2Z", "200.001ms", "2026-11-30T04:32:02.305Z")),
+		},
+		{
+			name: "created first seen just past its second (under 100 ms): the second's last microsecond",
+			evs: []ev{
+				{"x/1", podX, "04:32:01.060", "", pending("04:32:00")},
+				{"x/2", podX, "04:32:01.090", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
+			},
+			want: want("gpu-node-2", "2026-11-30T04:32:00.999999Z", "2026-11-30T04:32:01.09Z", "90.001ms", "2026-11-30T04:32:01.095Z"),
+		},
+		{
+			name: "created first seen 150 ms past its second: not seen live, stays at its second",
+			evs: []ev{
+				{"x/1", podX, "04:32:01.150", "", pending("04:32:00")},
+				{"x/2", podX, "04:32:01.180", "gpu-node-2", boundTo("gpu-node-2", "04:32:01")},
+			},
+			want: want("gpu-node-2", "2026-11-30T04:32:00Z", "2026-11-30T04:32:01.18Z", "1.18s", "2026-11-30T04:32:01.185Z"),
 		},
 		{
 			name: "created seen live: its first observation, or a scheduler event inside its second",

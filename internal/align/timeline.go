@@ -250,7 +250,7 @@ func Derive(f Facts) Summary {
 		},
 	}
 	// The scheduler's events about the pod are observations of it too.
-	created := seenLive(f.Created, minTime(minTime(f.CreatedObserved, f.ScheduledEvent), f.FirstUnschedulable))
+	created := createdAt(f.Created, minTime(minTime(f.CreatedObserved, f.ScheduledEvent), f.FirstUnschedulable))
 	scheduled := f.ScheduledEvent
 	if scheduled.IsZero() {
 		scheduled = clampUp(seenLive(f.ScheduledCond, f.ScheduledObserved), maxTime(created, f.FirstUnschedulable))
@@ -351,6 +351,22 @@ func seenLive(t, o time.Time) time.Time {
 		return o
 	}
 	return t
+}
+
+// justPast is how soon after the end of a pod's creation second a first observation still
+// counts as seeing the creation live (docs/timeline.md#precision).
+const justPast = 100 * time.Millisecond
+
+// createdAt places the creation timestamp t (second precision) as seenLive does, and, when the
+// first observation o falls just past t's second (less than justPast after it), at the second's
+// last microsecond: a pod created in the last milliseconds of its second reaches the collector
+// after the boundary, and nothing earlier bounds its creation. The error is then no larger than
+// the observation's delay, where t would be off by nearly a second.
+func createdAt(t, o time.Time) time.Time {
+	if !t.IsZero() && !o.IsZero() && !o.Before(t.Add(time.Second)) && o.Before(t.Add(time.Second+justPast)) {
+		return t.Add(time.Second - time.Microsecond)
+	}
+	return seenLive(t, o)
 }
 
 // clampUp moves a second-precision time t up to prev when prev lies within t's second.

@@ -116,6 +116,7 @@ func newEnvIn(t *testing.T, ns string, changes ...func(*stack.Options)) *env {
 // podSpec is a pod of the fixed workload: one container asking for one GPU.
 type podSpec struct {
 	name, arm, run string
+	experiment     string // default day20
 	gpus           int64
 	priorityClass  string
 	nodeSelector   map[string]string
@@ -132,9 +133,12 @@ func (e *env) create(p podSpec) *corev1.Pod {
 	if p.run == "" {
 		p.run = "1"
 	}
+	if p.experiment == "" {
+		p.experiment = "day20"
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: e.ns, Labels: map[string]string{
-			events.LabelExperiment: "day20", events.LabelArm: p.arm, events.LabelRun: p.run,
+			events.LabelExperiment: p.experiment, events.LabelArm: p.arm, events.LabelRun: p.run,
 		}, Annotations: map[string]string{kubelet.AnnotationModel: "llama-3-8b"}},
 		Spec: corev1.PodSpec{
 			PriorityClassName: p.priorityClass,

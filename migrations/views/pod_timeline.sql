@@ -52,7 +52,7 @@ CROSS JOIN LATERAL (SELECT CASE WHEN p.ended_at IS NULL AND p.scope_key IS NOT N
                                (SELECT max(sw.live_until) FROM scope_watches sw
                                 WHERE sw.cluster = p.cluster AND sw.scope_key = p.scope_key AND sw.since <= a.alive_at)
                            END AS live_until) w
-CROSS JOIN LATERAL (SELECT seen_live(p.created_at, LEAST(p.created_observed_at, p.scheduled_event_at, p.first_unschedulable_at)) AS created) c
+CROSS JOIN LATERAL (SELECT created_at_seen(p.created_at, LEAST(p.created_observed_at, p.scheduled_event_at, p.first_unschedulable_at)) AS created) c
 CROSS JOIN LATERAL (SELECT COALESCE(p.scheduled_event_at,
                                     clamp_up(seen_live(p.scheduled_cond_at, p.scheduled_observed_at), GREATEST(c.created, p.first_unschedulable_at))) AS scheduled) s
 CROSS JOIN LATERAL (SELECT CASE WHEN p.gated_seen_at IS NOT NULL AND p.ungated_observed_at > p.gated_seen_at THEN
