@@ -332,6 +332,18 @@ func TestImportRecord(t *testing.T) {
 		t.Errorf("against from imported records differs from the origin's\n%s\n%s", g, w)
 	}
 
+	// DELETE takes the imported experiment away with its records.
+	if resp, p := do(t, http.MethodDelete, to.URL+"/v1/experiments/day21", "", false); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE an imported experiment: %d %+v", resp.StatusCode, p)
+	}
+	if resp, _ := do(t, http.MethodGet, to.URL+"/v1/experiments/day21/record", "", false); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the deleted imported experiment's record: %d, want 404", resp.StatusCode)
+	}
+	apitest.GetJSON(t, to.URL+"/v1/experiments", &list)
+	if len(list.Experiments) != 1 || list.Experiments[0].Name != "day20" {
+		t.Errorf("experiments after DELETE day21: %+v", list.Experiments)
+	}
+
 	tampered := bytes.Replace(rec20, []byte(`"pods": 9`), []byte(`"pods": 8`), 1)
 	for name, b := range map[string][]byte{
 		"tampered":      tampered,

@@ -414,8 +414,9 @@ func deletePods(ctx context.Context, tx pgx.Tx, uids []string, class string) err
 }
 
 // DeleteExperiment deletes an experiment: its definition, its pods (those attributed to it and
-// the victims they preempted) with every projection of them, and their events, kept or raw. It
-// reports ErrNotFound when the store knows no experiment by that name. A definition still in a
+// the victims they preempted) with every projection of them, and their events, kept or raw, and
+// the records of it imported from elsewhere. It reports ErrNotFound when the store knows no
+// experiment by that name. A definition still in a
 // ConfigMap comes back when the collector next lists it.
 func (db *DB) DeleteExperiment(ctx context.Context, name string) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -432,7 +433,11 @@ func (db *DB) DeleteExperiment(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("delete the definition: %w", err)
 		}
-		if tag.RowsAffected() == 0 && len(uids) == 0 {
+		imported, err := tx.Exec(ctx, `DELETE FROM imported_records WHERE experiment = $1`, name)
+		if err != nil {
+			return fmt.Errorf("delete the imported records: %w", err)
+		}
+		if tag.RowsAffected() == 0 && imported.RowsAffected() == 0 && len(uids) == 0 {
 			return ErrNotFound
 		}
 		if err := deletePods(ctx, tx, uids, ""); err != nil {

@@ -138,17 +138,7 @@ func TestDRARules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := checkDRA(t, tc.manifests)
-			var got []string
-			var first string
-			for _, f := range r.Findings {
-				if f.Rule != tc.rule {
-					continue
-				}
-				got = append(got, fmt.Sprintf("%s %s %s", f.Severity, f.Object.String(), f.Field))
-				if first == "" {
-					first = f.Message
-				}
-			}
+			got, first := ruleFindings(r, tc.rule, true)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s findings (-want +got):\n%s\nall: %+v", tc.rule, diff, r.Findings)
 			}

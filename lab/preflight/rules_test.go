@@ -67,6 +67,21 @@ func withResources(res string) string {
 	return strings.Replace(container, "    limits: {nvidia.com/gpu: 1}\n", indent(res, 4), 1)
 }
 
+// ruleFindings are a rule's findings in r as "severity object field" (infos too when
+// withInfo), and the first one's message.
+func ruleFindings(r *preflight.Report, rule string, withInfo bool) (got []string, first string) {
+	for _, f := range r.Findings {
+		if f.Rule != rule || f.Severity == preflight.Info && !withInfo {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", f.Severity, f.Object.String(), f.Field))
+		if first == "" {
+			first = f.Message
+		}
+	}
+	return got, first
+}
+
 // check runs every rule on manifests against the lab's default cluster.
 func check(t *testing.T, manifests string) *preflight.Report {
 	t.Helper()
@@ -208,17 +223,7 @@ func TestRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := check(t, tc.manifests)
-			var got []string
-			var first string
-			for _, f := range r.Findings {
-				if f.Rule != tc.rule || f.Severity == preflight.Info {
-					continue
-				}
-				got = append(got, fmt.Sprintf("%s %s %s", f.Severity, f.Object.String(), f.Field))
-				if first == "" {
-					first = f.Message
-				}
-			}
+			got, first := ruleFindings(r, tc.rule, false)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s findings (-want +got):\n%s\nall: %+v", tc.rule, diff, r.Findings)
 			}
