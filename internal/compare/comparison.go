@@ -178,11 +178,8 @@ func conditionsOf(p *ArmPlacement, nodes map[string]NodeInfo) Conditions {
 		if !ok {
 			continue
 		}
-		for _, key := range events.NodePoolLabels {
-			if v := n.Labels[key]; v != "" {
-				pools[v] = true
-				break
-			}
+		if v := events.NodePool(n.Labels); v != "" {
+			pools[v] = true
 		}
 		if n.KubeletVersion != "" {
 			versions[n.KubeletVersion] = true

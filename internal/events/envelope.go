@@ -121,6 +121,17 @@ var NodePoolLabels = []string{
 	LabelLabPool,
 }
 
+// NodePool is the pool a node with these labels belongs to: the value of the first of
+// NodePoolLabels it carries, "" when it carries none.
+func NodePool(labels map[string]string) string {
+	for _, k := range NodePoolLabels {
+		if v := labels[k]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // LabelLabPool names the pool of a lab node (lab/cluster).
 const LabelLabPool = "lab.schedlens.io/pool"
 

@@ -206,6 +206,11 @@ func opaqueSharing(o *resourcev1.OpaqueDeviceConfiguration) string {
 	return ""
 }
 
+// GFDModel spells a DRA device's productName ("NVIDIA H100 80GB HBM3") as GPU feature
+// discovery's nvidia.com/gpu.product label does ("NVIDIA-H100-80GB-HBM3"), so that both paths
+// name one GPU alike.
+func GFDModel(productName string) string { return strings.ReplaceAll(productName, " ", "-") }
+
 // GPUOfClaims says how a pod uses GPUs allocated through its claims: nil when none of them
 // holds a GPU or MIG device (nor, before allocation, requests one of the NVIDIA driver's
 // classes). The model is productName as GPU feature discovery spells it in its
@@ -251,7 +256,7 @@ func GPUOfClaims(claims []events.PodClaim) *events.GPU {
 	})
 	first := devices[0]
 	gpu = &events.GPU{Resource: cmp.Or(first.DeviceClass, first.Driver), Count: int64(len(devices)), Via: events.ViaDRA,
-		Model: strings.ReplaceAll(first.Model, " ", "-"), ClaimPods: pods}
+		Model: GFDModel(first.Model), ClaimPods: pods}
 	for _, d := range devices {
 		if d.UUID != "" {
 			gpu.UUIDs = append(gpu.UUIDs, d.UUID)

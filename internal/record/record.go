@@ -429,12 +429,7 @@ func taint(t events.Taint) string {
 
 // poolOf names a node's pool: the first pool label it carries, else its GPU model, else "".
 func poolOf(s events.NodeStatus) string {
-	for _, k := range events.NodePoolLabels {
-		if v := s.Labels[k]; v != "" {
-			return v
-		}
-	}
-	return s.Labels["nvidia.com/gpu.product"]
+	return cmp.Or(events.NodePool(s.Labels), s.Labels["nvidia.com/gpu.product"])
 }
 
 // cluster is the node pools and GPU inventory of every node's latest snapshot.

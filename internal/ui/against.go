@@ -12,7 +12,6 @@ import (
 	"github.com/schedlens/schedlens/internal/labels"
 	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/report"
-	"github.com/schedlens/schedlens/internal/scope"
 )
 
 // chainView is the experiment page's record section: the record's JSON, the experiment it
@@ -50,8 +49,8 @@ type shiftRow struct {
 func againstURL(a, b string) string { return experimentURL(a) + "/against/" + url.PathEscape(b) }
 
 // chainOf is the record section of experiment e's page: its previous (the definition's
-// previous key), the experiments chained to it, and the others to hold it against.
-func (u *UI) chainOf(r *http.Request, e report.ExperimentInfo, sc scope.Scope) (*chainView, error) {
+// previous key), the experiments chained to it, and the others of all to hold it against.
+func (u *UI) chainOf(r *http.Request, e report.ExperimentInfo, all []report.ExperimentInfo) (*chainView, error) {
 	name := e.Name
 	v := &chainView{RecordURL: "/v1/experiments/" + url.PathEscape(name) + "/record", AgainstForm: experimentURL(name) + "/against"}
 	if e.Definition != nil {
@@ -67,10 +66,6 @@ func (u *UI) chainOf(r *http.Request, e report.ExperimentInfo, sc scope.Scope) (
 	}
 	for _, n := range next {
 		v.Next = append(v.Next, chainLink{Name: n, URL: experimentURL(n), AgainstURL: againstURL(n, name)})
-	}
-	all, err := u.db.Experiments(r.Context(), sc)
-	if err != nil {
-		return nil, err
 	}
 	for _, x := range all {
 		if x.Name != name {
@@ -145,15 +140,10 @@ func intervalText(i compare.Interval) string {
 // labelsView is /ui/labels: the node labels placement uses over a window (internal/labels).
 type labelsView struct {
 	Window         windowForm
-	Labels         []labelRow
+	Labels         []labels.Label
 	Registries     int
 	RegistryErrors []string
 	APIURL         string
-}
-
-type labelRow struct {
-	labels.Label
-	Undocumented bool
 }
 
 // labelsPage is /ui/labels?from=&to=.
@@ -171,9 +161,7 @@ func (u *UI) labelsPage(w http.ResponseWriter, r *http.Request) {
 		u.internal(w, r, err)
 		return
 	}
-	v := labelsView{Window: win, Registries: a.Registries, RegistryErrors: a.RegistryErrors, APIURL: withQuery("/v1/labels", apiQuery(r.URL.Query()))}
-	for _, l := range a.Labels {
-		v.Labels = append(v.Labels, labelRow{Label: l, Undocumented: l.Documented == nil})
-	}
+	v := labelsView{Window: win, Labels: a.Labels, Registries: a.Registries, RegistryErrors: a.RegistryErrors,
+		APIURL: withQuery("/v1/labels", apiQuery(r.URL.Query()))}
 	u.render(w, r, "labels.html", page{Title: "Node labels", View: v, Hidden: sc.Hidden()})
 }

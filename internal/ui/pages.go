@@ -128,9 +128,26 @@ func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, baseline := r.URL.Query().Get("namespace"), r.URL.Query().Get("baseline")
-	e, err := u.db.Experiment(r.Context(), name)
-	if u.failedLookup(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
+	sc, ok := u.readScope(w, r)
+	if !ok {
 		return
+	}
+	// The experiments the caller may read: this one among them (read on its own only when the
+	// list leaves it out), the others for the record section's form.
+	all, err := u.db.Experiments(r.Context(), sc)
+	if err != nil {
+		u.internal(w, r, err)
+		return
+	}
+	i := slices.IndexFunc(all, func(x report.ExperimentInfo) bool { return x.Name == name })
+	var e report.ExperimentInfo
+	if i >= 0 {
+		e = all[i]
+	} else {
+		e, err = u.db.Experiment(r.Context(), name)
+		if u.failedLookup(w, r, err, fmt.Sprintf("No experiment %q: no definition and no pods.", name)) {
+			return
+		}
 	}
 	c, err := compute(r.Context(), u.db, name, ns, baseline)
 	if err != nil && !errors.Is(err, errNoComparison) {
@@ -138,11 +155,7 @@ func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := buildExperiment(e, c, ns, err)
-	sc, ok := u.readScope(w, r)
-	if !ok {
-		return
-	}
-	if v.Chain, err = u.chainOf(r, e, sc); err != nil {
+	if v.Chain, err = u.chainOf(r, e, all); err != nil {
 		u.internal(w, r, err)
 		return
 	}

@@ -186,7 +186,7 @@ func summarize(c *Cluster) ClusterSummary {
 		}
 		if d := dra[p.Name]; d != nil {
 			ps.DRADevices, ps.DRAAllocated = d.devices, d.allocated
-			ps.GPUModel = cmpOr(ps.GPUModel, d.model)
+			ps.GPUModel = cmp.Or(ps.GPUModel, d.model)
 		}
 		s.Pools = append(s.Pools, ps)
 	}
@@ -211,6 +211,8 @@ type checker struct {
 	opts   Options
 	f      findings
 	places map[*Workload]*placement
+	// extended is extendedResourceClasses once worked out.
+	extended map[corev1.ResourceName]extendedClass
 }
 
 // placement is where one replica of a workload could go, filter by filter, as the scheduler's

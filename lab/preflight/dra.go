@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -343,14 +344,25 @@ func (ch *checker) describeClasses() string {
 	return "defined: " + strings.Join(slices.Sorted(maps.Keys(names)), ", ")
 }
 
+// extendedClass is a DeviceClass that serves an extended resource through DRA, and the nodes
+// whose slices hold a device its selectors match.
+type extendedClass struct {
+	class *resourcev1.DeviceClass
+	nodes []string
+}
+
 // extendedResourceClasses maps each extended resource name a DeviceClass serves through DRA
-// (spec.extendedResourceName, KEP-5004) to the class.
-func (ch *checker) extendedResourceClasses() map[corev1.ResourceName]*resourcev1.DeviceClass {
-	out := map[corev1.ResourceName]*resourcev1.DeviceClass{}
+// (spec.extendedResourceName, KEP-5004) to the class and its nodes: worked out once per check
+// (the selectors run over every device), then read for every workload.
+func (ch *checker) extendedResourceClasses() map[corev1.ResourceName]extendedClass {
+	if ch.extended != nil {
+		return ch.extended
+	}
+	ch.extended = map[corev1.ResourceName]extendedClass{}
 	add := func(dc *resourcev1.DeviceClass) {
 		if r := ptr.Deref(dc.Spec.ExtendedResourceName, ""); r != "" {
-			if _, ok := out[corev1.ResourceName(r)]; !ok {
-				out[corev1.ResourceName(r)] = dc
+			if _, ok := ch.extended[corev1.ResourceName(r)]; !ok {
+				ch.extended[corev1.ResourceName(r)] = extendedClass{class: dc, nodes: ch.classNodes(dc)}
 			}
 		}
 	}
@@ -360,7 +372,7 @@ func (ch *checker) extendedResourceClasses() map[corev1.ResourceName]*resourcev1
 	for i := range ch.c.DeviceClasses {
 		add(&ch.c.DeviceClasses[i])
 	}
-	return out
+	return ch.extended
 }
 
 // classNodes are the nodes whose slices hold a device the class's selectors match.
@@ -371,16 +383,9 @@ func (ch *checker) classNodes(dc *resourcev1.DeviceClass) []string {
 	}
 	nodes := map[string]bool{}
 	for _, d := range kept {
-		nodes[cmpOr(d.node(), "network-attached devices")] = true
+		nodes[cmp.Or(d.node(), "network-attached devices")] = true
 	}
 	return slices.Sorted(maps.Keys(nodes))
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // extendedResources: a container asks for an extended resource (nvidia.com/gpu) that a
@@ -393,17 +398,17 @@ func (ch *checker) extendedResources(w *Workload) {
 	}
 	for i, c := range w.Template.Spec.Containers {
 		for _, r := range slices.Sorted(maps.Keys(c.Resources.Limits)) {
-			dc := mapped[r]
-			if dc == nil {
+			ec, ok := mapped[r]
+			if !ok {
 				continue
 			}
+			dc, dra := ec.class, ec.nodes
 			var plugin []*corev1.Node
 			for _, n := range ch.c.Nodes {
 				if allocatable(n, r) > 0 {
 					plugin = append(plugin, n)
 				}
 			}
-			dra := ch.classNodes(dc)
 			var paths []string
 			if len(plugin) > 0 {
 				paths = append(paths, fmt.Sprintf("the device plugin on %s", nodeNames(plugin, 4)))
@@ -427,8 +432,8 @@ func (ch *checker) extendedResources(w *Workload) {
 // draAdvertised adds to the advertised GPU resources those a DeviceClass serves through DRA on
 // some node (its slices hold a matching device).
 func (ch *checker) draAdvertised(adv map[corev1.ResourceName]int) {
-	for r, dc := range ch.extendedResourceClasses() {
-		if n := len(ch.classNodes(dc)); n > 0 {
+	for r, ec := range ch.extendedResourceClasses() {
+		if n := len(ec.nodes); n > 0 {
 			adv[r] += n
 		}
 	}
@@ -455,7 +460,7 @@ func (ch *checker) armSharing(w *Workload) (sharing []string, known bool) {
 		if !c.Template() && w.Replicas > 1 {
 			s = strings.TrimPrefix(s+"+"+events.SharingSharedClaim, "+")
 		}
-		sharing = append(sharing, rc.Name+"="+cmpOr(s, events.SharingExclusive))
+		sharing = append(sharing, rc.Name+"="+cmp.Or(s, events.SharingExclusive))
 	}
 	return sharing, known
 }
@@ -541,7 +546,7 @@ func (c *Cluster) draPools() map[string]*draPool {
 		}
 		if p.model == "" && d.slice.Spec.Driver == kube.DriverNVIDIAGPU {
 			if a, ok := d.device.Attributes["productName"]; ok && a.StringValue != nil {
-				p.model = strings.ReplaceAll(*a.StringValue, " ", "-")
+				p.model = kube.GFDModel(*a.StringValue)
 			}
 		}
 	}
