@@ -149,6 +149,10 @@ type PodClaim struct {
 	// DeviceClasses are the classes the claim's requests name (the first alternative of a
 	// firstAvailable request), in order.
 	DeviceClasses []string `json:"device_classes,omitempty"`
+	// Selectors are the CEL selectors of the claim's requests (of the first alternative of a
+	// firstAvailable request), as written, in order: the pod's placement rules on device
+	// attributes (GET /v1/labels reads them).
+	Selectors []string `json:"selectors,omitempty"`
 	// AllocatedAt is status.allocation.allocationTimestamp (to the second) and
 	// AllocationObserved when the collector first saw the claim allocated (µs); both nil until
 	// it is.
@@ -179,6 +183,10 @@ type ClaimDevice struct {
 	UUID             string            `json:"uuid,omitempty"`
 	MIGProfile       string            `json:"mig_profile,omitempty"`
 	ParentUUID       string            `json:"parent_uuid,omitempty"`
+	// Attributes are the values of the device attributes the claim's selectors read
+	// (DeviceAttributeRefs), by qualified name, as text; a selector's attribute the device
+	// lacks is left out.
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // GPU says how a pod uses GPUs, derived from its requests and, once it is bound, its node's

@@ -27,6 +27,7 @@ const (
 	keyThresholds = "thresholds"
 	keyMargins    = "margins"
 	keyAlpha      = "alpha"
+	keyPrevious   = "previous" // the experiment whose record this one's chains to (docs/records.md)
 )
 
 // defaultBaseline is the arm compared against when the ConfigMap names none and an arm has it.
@@ -127,6 +128,13 @@ func ExperimentOf(cm *corev1.ConfigMap, keys events.LabelKeys) events.Experiment
 		} else {
 			fail(keyAlpha, "want a number in (0, 1), got %q", raw)
 		}
+	}
+	if raw, ok := present(data, keyPrevious); ok {
+		// Passed through as a key the definition does not type (the record reads it).
+		if exp.Extra == nil {
+			exp.Extra = map[string]json.RawMessage{}
+		}
+		exp.Extra[keyPrevious] = mustJSON(raw)
 	}
 	return exp
 }

@@ -118,6 +118,18 @@ func TestExperimentOf(t *testing.T) {
 			},
 		},
 		{
+			// previous (the experiment whose record this one's chains to) passes through, as the
+			// record reads it.
+			configMap: "day20-experiment",
+			edit: func(cm *corev1.ConfigMap) {
+				cm.Data = map[string]string{"arms": "control", "previous": " day19\n"}
+			},
+			want: events.Experiment{
+				Name: "day20", Baseline: "control", Arms: []events.ArmSpec{{Name: "control", Bare: true}},
+				Extra: map[string]json.RawMessage{"previous": json.RawMessage(`"day19"`)},
+			},
+		},
+		{
 			// Values that do not read: named in Errors, the rest of the definition kept.
 			configMap: "day20-experiment",
 			edit: func(cm *corev1.ConfigMap) {

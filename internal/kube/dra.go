@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,18 +100,33 @@ func resolveClaim(pc *events.PodClaim, namespace string, dra DRA) {
 		return
 	}
 	classes := map[string]string{} // request name → device class
+	selectors := func(ss []resourcev1.DeviceSelector) {
+		for _, sel := range ss {
+			if sel.CEL != nil {
+				pc.Selectors = append(pc.Selectors, sel.CEL.Expression)
+			}
+		}
+	}
 	for _, r := range claim.Spec.Devices.Requests {
 		if r.Exactly != nil {
 			classes[r.Name] = r.Exactly.DeviceClassName
 			pc.DeviceClasses = append(pc.DeviceClasses, r.Exactly.DeviceClassName)
+			selectors(r.Exactly.Selectors)
 		}
 		for _, sub := range r.FirstAvailable {
 			classes[r.Name+"/"+sub.Name] = sub.DeviceClassName
 		}
 		if len(r.FirstAvailable) > 0 {
 			pc.DeviceClasses = append(pc.DeviceClasses, r.FirstAvailable[0].DeviceClassName)
+			selectors(r.FirstAvailable[0].Selectors)
 		}
 	}
+	var refs []string // the device attributes the selectors read
+	for _, sel := range pc.Selectors {
+		refs = append(refs, events.DeviceAttributeRefs(sel)...)
+	}
+	slices.Sort(refs)
+	refs = slices.Compact(refs)
 	pc.ReservedFor = len(claim.Status.ReservedFor)
 	pc.Sharing = ClaimSharing(claim)
 	alloc := claim.Status.Allocation
@@ -141,6 +157,14 @@ func resolveClaim(pc *events.PodClaim, namespace string, dra DRA) {
 			d.UUID = attribute(dev, r.Driver, attrUUID)
 			d.MIGProfile = attribute(dev, r.Driver, attrProfile)
 			d.ParentUUID = attribute(dev, r.Driver, attrParentUUID)
+			for _, ref := range refs {
+				if v, ok := qualifiedAttribute(dev, r.Driver, ref); ok {
+					if d.Attributes == nil {
+						d.Attributes = map[string]string{}
+					}
+					d.Attributes[ref] = v
+				}
+			}
 		}
 		pc.Devices = append(pc.Devices, d)
 	}
@@ -161,6 +185,29 @@ func attribute(dev *resourcev1.Device, driver, name string) string {
 		return *a.VersionValue
 	}
 	return ""
+}
+
+// qualifiedAttribute is a device's attribute by its qualified name (domain/name) as a selector
+// reads it — an attribute of the driver's own domain may be published by its short name — as
+// text (string, version, integer or bool).
+func qualifiedAttribute(dev *resourcev1.Device, driver, ref string) (string, bool) {
+	a, ok := dev.Attributes[resourcev1.QualifiedName(ref)]
+	if domain, name, _ := strings.Cut(ref, "/"); !ok && domain == driver {
+		a, ok = dev.Attributes[resourcev1.QualifiedName(name)]
+	}
+	switch {
+	case !ok:
+		return "", false
+	case a.StringValue != nil:
+		return *a.StringValue, true
+	case a.VersionValue != nil:
+		return *a.VersionValue, true
+	case a.IntValue != nil:
+		return strconv.FormatInt(*a.IntValue, 10), true
+	case a.BoolValue != nil:
+		return strconv.FormatBool(*a.BoolValue), true
+	}
+	return "", false
 }
 
 // gpuConfig is the part of the NVIDIA driver's opaque configuration (GpuConfig,

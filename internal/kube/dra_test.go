@@ -118,11 +118,16 @@ func TestPodStatusDRA(t *testing.T) {
 		{pod: "mig-0",
 			gpu: &events.GPU{Resource: "mig.nvidia.com", Count: 1, Model: "NVIDIA-A100-SXM4-80GB", Sharing: events.SharingMIG, MIGProfile: "1g.10gb",
 				Via: events.ViaDRA, UUIDs: []string{"MIG-1f2e3d4c-5b6a-5978-8a9b-0c1d2e3f4a5b"}, ClaimPods: 1},
+			// Its selectors as written; the attributes they read as the device has them (by its
+			// driver's short names; addressingMode it lacks).
 			claims: []events.PodClaim{{Name: "mig", Claim: "mig-0-mig-q8w4z", Template: "one-mig", DeviceClasses: []string{"mig.nvidia.com"},
+				Selectors: []string{`device.attributes["gpu.nvidia.com"].profile == "1g.10gb"`,
+					`device.attributes["gpu.nvidia.com"]["architecture"] == "Ampere" && device.attributes["gpu.nvidia.com"].?addressingMode.orValue("") != "HMM"`},
 				AllocationObserved: observedOnly, ReservedFor: 1, Devices: []events.ClaimDevice{{Request: "mig", DeviceClass: "mig.nvidia.com",
 					Driver: "gpu.nvidia.com", Pool: "gpu-a100-mig-0", Device: "gpu-0-mig-1g10gb-19-0", Node: "gpu-a100-mig-0", Type: "mig",
 					Model: "NVIDIA A100-SXM4-80GB", UUID: "MIG-1f2e3d4c-5b6a-5978-8a9b-0c1d2e3f4a5b", MIGProfile: "1g.10gb",
-					ParentUUID: "GPU-77c0ffee-1234-4cde-9abc-def012345678"}}}}},
+					ParentUUID: "GPU-77c0ffee-1234-4cde-9abc-def012345678",
+					Attributes: map[string]string{"gpu.nvidia.com/architecture": "Ampere", "gpu.nvidia.com/profile": "1g.10gb"}}}}}},
 		// nvidia.com/gpu served by a claim the scheduler made: the resource stays the pod's.
 		{pod: "extended-0",
 			gpu: &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA-H200", Sharing: events.SharingExclusive, Via: events.ViaDRA,

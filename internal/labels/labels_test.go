@@ -65,3 +65,38 @@ func TestDependents(t *testing.T) {
 		t.Errorf("dependents (-want +got):\n%s", diff)
 	}
 }
+
+// A DRA claim's selectors put the device attributes they read beside the node labels: values
+// from the devices allocated to the pods, with those devices' nodes; documented by a registry
+// like a label.
+func TestDeviceAttributes(t *testing.T) {
+	claim := func(node, profile string) []events.PodClaim {
+		return []events.PodClaim{{Name: "mig", Selectors: []string{`device.attributes["gpu.nvidia.com"].profile == "1g.10gb" || device.attributes["gpu.nvidia.com"].profile == "2g.20gb"`},
+			Devices: []events.ClaimDevice{{Node: node, Attributes: map[string]string{"gpu.nvidia.com/profile": profile}}}}}
+	}
+	pods := []labels.Pod{
+		{Namespace: "prod", WorkloadKind: "Deployment", WorkloadName: "infer", Claims: claim("mig-1", "1g.10gb"),
+			Placement: &events.Placement{NodeSelector: map[string]string{"pool": "mig"}}},
+		{Namespace: "prod", WorkloadKind: "Deployment", WorkloadName: "infer", Claims: claim("mig-2", "1g.10gb")},
+		{Namespace: "prod", WorkloadKind: "Deployment", WorkloadName: "batch", Claims: claim("mig-2", "2g.20gb")},
+		{Namespace: "prod", WorkloadKind: "Deployment", WorkloadName: "waiting", Claims: []events.PodClaim{{Name: "mig", Selectors: claim("", "")[0].Selectors}}},
+	}
+	regs := []events.LabelRegistry{{Namespace: "a", Name: "r", Labels: []events.LabelDoc{{Key: "gpu.nvidia.com/profile", Source: "gpu.nvidia.com driver", Owner: "gpu-team"}}}}
+	a := labels.Build(pods, []labels.Node{{Name: "mig-1", Labels: map[string]string{"pool": "mig"}}}, regs)
+	if len(a.Labels) != 2 || a.Labels[0].Key != "pool" || a.Labels[0].Kind != labels.KindNodeLabel {
+		t.Fatalf("labels %+v, want pool then gpu.nvidia.com/profile", a.Labels)
+	}
+	got := a.Labels[1]
+	want := labels.Label{Key: "gpu.nvidia.com/profile", Kind: labels.KindDeviceAttribute, Uses: []string{labels.UseDeviceSelector},
+		Values:       []labels.Value{{Value: "1g.10gb", Nodes: []string{"mig-1", "mig-2"}}, {Value: "2g.20gb", Nodes: []string{"mig-2"}}},
+		NodesWithout: []string{}, Drift: []labels.Drift{},
+		Dependents: []labels.Dependent{
+			{Namespace: "prod", Workload: "Deployment/batch", Uses: []string{labels.UseDeviceSelector}},
+			{Namespace: "prod", Workload: "Deployment/infer", Uses: []string{labels.UseDeviceSelector}},
+			{Namespace: "prod", Workload: "Deployment/waiting", Uses: []string{labels.UseDeviceSelector}},
+		},
+		Documented: &regs[0].Labels[0]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("device attribute (-want +got):\n%s", diff)
+	}
+}

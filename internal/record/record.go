@@ -215,7 +215,7 @@ func Build(d Data, c compare.Comparison, o Options) (Record, error) {
 			r.Schedlens.Settings.Thresholds = cmpMap(def.Thresholds)
 		}
 	}
-	r.Digest, err = digest(r)
+	r.Digest, err = Digest(r)
 	return r, err
 }
 
@@ -239,8 +239,8 @@ func Marshal(r Record) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// digest is "sha256:<hex>" of the record's canonical JSON with Digest "".
-func digest(r Record) (string, error) {
+// Digest is "sha256:<hex>" of the record's canonical JSON with Digest "".
+func Digest(r Record) (string, error) {
 	r.Digest = ""
 	b, err := Marshal(r)
 	if err != nil {
@@ -252,7 +252,7 @@ func digest(r Record) (string, error) {
 
 // Verify recomputes a record's digest and says whether it is the one it carries.
 func Verify(r Record) error {
-	d, err := digest(r)
+	d, err := Digest(r)
 	if err != nil {
 		return err
 	}

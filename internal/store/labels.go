@@ -51,7 +51,7 @@ func (db *DB) LabelRegistries(ctx context.Context) ([]events.LabelRegistry, erro
 	return out, nil
 }
 
-// Labels answers GET /v1/labels over [from, to] (internal/labels): the placement of the pods of
+// Labels answers GET /v1/labels over [from, to] (internal/labels): the placement and DRA claims of the pods of
 // the namespaces s allows that lived in the window (each pod's latest snapshot up to to), every
 // node's latest labels up to to and the values each label took in the window, and the label
 // registries in force.
@@ -61,7 +61,8 @@ func (db *DB) Labels(ctx context.Context, s scope.Scope, from, to time.Time) (la
 	err := db.readOnly(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT DISTINCT ON (p.uid) COALESCE(p.namespace, ''), COALESCE(p.workload_kind, 'Pod'), COALESCE(p.workload_name, p.name, ''),
-			       COALESCE(p.exp_name, ''), COALESCE(p.exp_arm, ''), (e.envelope->'data'->'placement')::text
+			       COALESCE(p.exp_name, ''), COALESCE(p.exp_arm, ''), (e.envelope->'data'->'placement')::text,
+			       (e.envelope->'data'->'claims')::text
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' AND e.class <> 'samples' AND e.occurred_at <= $2
 			WHERE p.first_seen <= $2 AND p.last_seen >= $1 AND ($3::text[] IS NULL OR p.namespace = ANY($3))
 			ORDER BY p.uid, e.occurred_at DESC, e.id COLLATE "C" DESC`, from, to, s.Namespaces())
@@ -69,15 +70,18 @@ func (db *DB) Labels(ctx context.Context, s scope.Scope, from, to time.Time) (la
 			return fmt.Errorf("read the pods' placement: %w", err)
 		}
 		var p labels.Pod
-		var placement *string
-		if _, err := pgx.ForEachRow(rows, []any{&p.Namespace, &p.WorkloadKind, &p.WorkloadName, &p.Experiment, &p.Arm, &placement}, func() error {
+		var placement, claims *string
+		if _, err := pgx.ForEachRow(rows, []any{&p.Namespace, &p.WorkloadKind, &p.WorkloadName, &p.Experiment, &p.Arm, &placement, &claims}, func() error {
 			q := p
-			q.Placement = nil
+			q.Placement, q.Claims = nil, nil
 			if placement != nil {
 				var pl events.Placement
 				if json.Unmarshal([]byte(*placement), &pl) == nil {
 					q.Placement = &pl
 				}
+			}
+			if claims != nil {
+				_ = json.Unmarshal([]byte(*claims), &q.Claims) // a snapshot's claims as the collector wrote them
 			}
 			pods = append(pods, q)
 			return nil

@@ -41,7 +41,7 @@ func (db *DB) record(ctx context.Context, name, namespace string, seen map[strin
 		if prev := record.PreviousOf(d.Definitions[n-1].Data); prev != "" {
 			d.Previous = &record.Link{Experiment: prev}
 			if !seen[prev] {
-				switch r, err := db.record(ctx, prev, namespace, seen); {
+				switch r, err := db.previous(ctx, prev, seen); {
 				case err == nil:
 					d.Previous.Digest = r.Digest
 				case !errors.Is(err, ErrNotFound):
@@ -51,6 +51,18 @@ func (db *DB) record(ctx context.Context, name, namespace string, seen map[strin
 		}
 	}
 	return record.Build(d, c, record.Options{GPUIdleThreshold: db.idle, MinGap: align.DefaultMinGap})
+}
+
+// previous is the record a chain links to: the previous experiment's own record, over every
+// namespace as GET /v1/experiments/{name}/record reads it by default (whatever namespace the
+// linking record is read in: the two experiments need not share one), or its latest imported
+// record when none of its events is here.
+func (db *DB) previous(ctx context.Context, name string, seen map[string]bool) (record.Record, error) {
+	r, err := db.record(ctx, name, "", seen)
+	if errors.Is(err, ErrNotFound) {
+		return db.ImportedRecord(ctx, name, "")
+	}
+	return r, err
 }
 
 // recordData reads what a record holds besides the comparison: every definition received, the

@@ -158,6 +158,8 @@ func TestRecordChains(t *testing.T) {
 	ingestInBatches(t, db, eventgen.Generate(day20), 200)
 	day21 := eventgen.Default()
 	day21.Experiment, day21.IDPrefix, day21.Seed = "day21", "d21/", 21
+	// Tomorrow's experiment in a namespace of its own, as a second lab demo runs.
+	day21.Namespace, day21.Scope = "ai-lab-2", &events.Scope{Namespaces: []string{"ai-lab-2"}, Selector: events.LabelExperiment}
 	day21.Start = day20.Start.Add(24 * time.Hour)
 	ingestInBatches(t, db, eventgen.Generate(day21), 200)
 
@@ -180,6 +182,29 @@ func TestRecordChains(t *testing.T) {
 	}
 	if k := r.Definition.Keys["previous"]; string(k.Value) != `"day20"` || r.Definition.Versions != 2 {
 		t.Errorf("definition %+v", r.Definition)
+	}
+	// Read in its own namespace, day21 still links day20's record (which has no pod there).
+	rns, err := db.Record(ctx, "day21", "ai-lab-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rns.Namespace != "ai-lab-2" || rns.Previous == nil || rns.Previous.Digest != prev.Digest {
+		t.Errorf("day21 in ai-lab-2: namespace %q previous %+v, want day20 at %s", rns.Namespace, rns.Previous, prev.Digest)
+	}
+	// A chain reaches a record imported from elsewhere: day22 names day19, known here by its
+	// record only (day20's, renamed and digested again).
+	day19 := prev
+	day19.Experiment, day19.Previous = "day19", nil
+	if day19.Digest, err = record.Digest(day19); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ImportRecord(ctx, day19); err != nil {
+		t.Fatal(err)
+	}
+	define("day21", "day19", day21.Start.Add(2*time.Hour))
+	r, _ = recordJSON(t, db, "day21")
+	if r.Previous == nil || r.Previous.Experiment != "day19" || r.Previous.Digest != day19.Digest {
+		t.Errorf("previous %+v, want the imported day19 at %s", r.Previous, day19.Digest)
 	}
 	// day20 now names day21: the cycle ends at the record that closes it.
 	define("day20", "day21", day20.Start.Add(48*time.Hour))

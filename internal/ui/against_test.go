@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/internal/ui"
 )
 
@@ -69,6 +71,46 @@ func TestRecordChainAndAgainstPage(t *testing.T) {
 	if got := eval[int](t, ctx, `document.querySelectorAll('#arms-held [data-held]').length`); got != 4 {
 		t.Errorf("arms with data-held: %d", got)
 	}
+
+	// An experiment known only by a record imported from elsewhere (day21's, renamed day19):
+	// listed as imported, its page the comparison as recorded, with no run or pod to open.
+	rec, err := db.Record(context.Background(), "day21", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Experiment, rec.Previous = "day19", nil
+	if rec.Digest, err = record.Digest(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ImportRecord(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`table.data`)))
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('[data-imported]')].map(e => e.closest('tr').querySelector('th a').textContent).join(',')`); got != "day19" {
+		t.Errorf("experiments marked imported: %q, want day19", got)
+	}
+	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/experiments/day19"), chromedp.WaitVisible(chromedp.CSS(`[data-imported]`)))
+	if got := eval[string](t, ctx, `document.querySelector('[data-imported]').dataset.imported`); got != rec.Digest {
+		t.Errorf("imported from %q, want %s", got, rec.Digest)
+	}
+	var want []string
+	for _, a := range rec.Comparison.Arms {
+		if !a.Baseline {
+			want = append(want, a.Arm+"="+a.Verdict)
+		}
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll('.arms [data-verdict]')].map(b => b.dataset.arm + '=' + b.dataset.verdict).join(',')`); got != strings.Join(want, ",") || got == "" {
+		t.Errorf("imported page's verdicts %q, want the recorded %q", got, strings.Join(want, ","))
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('span.run-link[data-run]').length`); got == 0 {
+		t.Error("the recorded runs are not listed")
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('a.run-link, a.interval-link, .arms a[data-arm]').length`); got != 0 {
+		t.Errorf("%d links to runs or arms that are not stored here", got)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('svg .interval').length`); got == 0 {
+		t.Error("no forest intervals drawn from the recorded comparison")
+	}
 }
 
 // /ui/labels lists the labels the window's pods place on: documented or not (a registry names
@@ -95,6 +137,10 @@ func TestLabelsPage(t *testing.T) {
 		&events.PodStatus{Phase: events.PhaseRunning, NodeName: "gpu-1", CreationTimestamp: &t0,
 			Placement: &events.Placement{Required: []string{"accelerator In (nvidia-gpu)"}, Preferred: []string{"50: gpu-model In (H100)"}}})
 	add(events.KindNodeStatus, "node/2b", t0.Add(2*time.Minute), nil, "gpu-2", &events.NodeStatus{Ready: true, Labels: map[string]string{"gpu-model": "A100-80GB"}})
+	add(events.KindPodStatus, "pod/2", t0.Add(time.Minute), &events.PodRef{Namespace: "ai-lab", Name: "dra-1", UID: "00000000-0000-4000-8000-000000000002"}, "",
+		&events.PodStatus{Phase: events.PhaseRunning, NodeName: "gpu-h200-0", CreationTimestamp: &t0,
+			Claims: []events.PodClaim{{Name: "gpu", Selectors: []string{`device.attributes["gpu.nvidia.com"].productName == "NVIDIA H200"`},
+				Devices: []events.ClaimDevice{{Node: "gpu-h200-0", Attributes: map[string]string{"gpu.nvidia.com/productName": "NVIDIA H200"}}}}}})
 	add(events.KindLabelRegistry, "label_registry/platform/node-labels/7", t0, nil, "", &events.LabelRegistry{Namespace: "platform", Name: "node-labels",
 		Labels: []events.LabelDoc{{Key: "accelerator", Source: "GPU feature discovery", Owner: "platform-gpu", Use: "hard", Registry: "platform/node-labels"}}})
 	if _, err := db.Append(context.Background(), envs, nil); err != nil {
@@ -106,8 +152,8 @@ func TestLabelsPage(t *testing.T) {
 	}
 	srv := apitest.Serve(t, db, api.WithUI(web))
 	do(t, ctx, chromedp.Navigate(srv.URL+"/ui/labels?from=2026-12-01T08:00:00Z&to=2026-12-01T10:00:00Z"), chromedp.WaitVisible(chromedp.CSS(`#labels`)))
-	got := eval[string](t, ctx, `[...document.querySelectorAll('#labels [data-label]')].map(r => r.dataset.label + ':' + r.dataset.documented + ':' + r.dataset.drift).join(' ')`)
-	if want := "accelerator:true:0 gpu-model:false:1"; got != want {
+	got := eval[string](t, ctx, `[...document.querySelectorAll('#labels [data-label]')].map(r => r.dataset.label + ':' + r.dataset.kind + ':' + r.dataset.documented + ':' + r.dataset.drift).join(' ')`)
+	if want := "accelerator:node_label:true:0 gpu-model:node_label:false:1 gpu.nvidia.com/productName:device_attribute:false:0"; got != want {
 		t.Errorf("label rows %q, want %q", got, want)
 	}
 	if got := eval[string](t, ctx, `document.querySelector('[data-drift-node]')?.textContent ?? ''`); got != "gpu-2: A100 → A100-80GB" {

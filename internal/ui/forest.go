@@ -42,6 +42,9 @@ type experimentView struct {
 
 	// Chain is the record section: the record, previous and next experiments, against others.
 	Chain *chainView
+	// Imported is set for an experiment known here only by a record imported from another
+	// schedlens: the page shows its comparison as recorded, with no runs or pods to open.
+	Imported *report.Imported
 }
 
 type armSummary struct {
@@ -86,6 +89,14 @@ const maxDefinitionProblems = 8
 
 func counts(m map[string]int) string { return compare.JoinCounts(m, " ×") }
 
+// link is u, or "" on an imported experiment's page: its runs and pods are not here.
+func (v *experimentView) link(u string) string {
+	if v.Imported != nil {
+		return ""
+	}
+	return u
+}
+
 func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, cerr error) experimentView {
 	v := experimentView{Name: e.Name, Namespace: ns, Baseline: c.Baseline, Method: c.Method, UnknownThresholds: c.UnknownThresholds,
 		PrimaryMetrics: c.PrimaryMetrics, UnknownMetricWords: c.UnknownMetricWords, ThresholdsChangedAfterStart: c.ThresholdsChangedAfterStart, Alpha: c.Alpha}
@@ -107,8 +118,9 @@ func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, c
 		v.JSONURL += "?" + enc
 		v.CSVURL += "?" + enc
 	}
+	v.Imported = e.Imported
 	for _, r := range e.Runs {
-		v.Runs = append(v.Runs, runLink{Run: r, URL: runURL(e.Name, r, q)})
+		v.Runs = append(v.Runs, runLink{Run: r, URL: v.link(runURL(e.Name, r, q))})
 	}
 	desc := map[string]string{}
 	for _, a := range definedArms(e.Definition) {
@@ -119,7 +131,7 @@ func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, c
 	for _, a := range c.Arms {
 		v.Arms = append(v.Arms, armSummary{Arm: a.Arm, Verdict: a.Verdict, Explanation: a.Explanation, Baseline: a.Baseline, Paired: a.Paired,
 			Runs: a.Runs, Pods: a.Pods, Breaches: a.Breaches, Rollback: a.Rollback, RepeatsNeeded: a.RepeatsNeeded, Conditions: a.Conditions,
-			URL: armURL(e.Name, a.Arm, q), Description: desc[a.Arm]})
+			URL: v.link(armURL(e.Name, a.Arm, q)), Description: desc[a.Arm]})
 		for _, m := range a.Metrics {
 			fm := byMetric[m.Metric]
 			if fm == nil {
@@ -137,7 +149,7 @@ func buildExperiment(e report.ExperimentInfo, c compare.Comparison, ns string, c
 			if ns != "" {
 				mq.Set("namespace", ns)
 			}
-			fa := forestArm{Arm: a.Arm, Verdict: m.Verdict, URL: armURL(e.Name, a.Arm, mq), Diff: m.Difference, Across: m.AcrossRun,
+			fa := forestArm{Arm: a.Arm, Verdict: m.Verdict, URL: v.link(armURL(e.Name, a.Arm, mq)), Diff: m.Difference, Across: m.AcrossRun,
 				LowerBound: m.LowerBound, RepeatsNeeded: m.RepeatsNeeded}
 			if m.Margin != nil && fm.Margin == nil {
 				mv := m.Margin.Value
@@ -219,7 +231,12 @@ func forest(metrics []forestMetric) template.HTML {
 		for i, a := range m.Arms {
 			ry := y + float64(i)*forestRowH + forestRowH/2 + 2
 			label := fmt.Sprintf("%s: no interval", a.Arm)
-			s.f(`<a href="%s" class="interval-link">`, esc(a.URL))
+			// An imported experiment's arms have no runs here to open (URL "").
+			open, closing := `<g class="interval-link">`, "</g>"
+			if a.URL != "" {
+				open, closing = fmt.Sprintf(`<a href="%s" class="interval-link">`, esc(a.URL)), "</a>"
+			}
+			s.f("%s", open)
 			if d := a.Diff; d != nil {
 				label = fmt.Sprintf("%s: %+.3g", a.Arm, d.Mean)
 				if d.Low != nil && d.High != nil {
@@ -239,8 +256,8 @@ func forest(metrics []forestMetric) template.HTML {
 				s.f(`<g class="interval v-none" data-interval-arm="%s" data-metric-verdict="%s"><title>%s — %s</title><rect class="hit" x="%s" y="%s" width="%s" height="%s"/></g>`,
 					esc(a.Arm), esc(a.Verdict), esc(m.Metric), esc(label), n(x0), n(ry-forestRowH/2), n(forestPlotW), n(forestRowH))
 			}
-			s.f(`<text x="%s" y="%s" class="arm-label">%s <tspan class="verdict-text v-%s">%s</tspan></text></a>`,
-				n(x0+forestPlotW+20), n(ry+4), esc(label), esc(a.Verdict), esc(verdictLabel(a.Verdict)))
+			s.f(`<text x="%s" y="%s" class="arm-label">%s <tspan class="verdict-text v-%s">%s</tspan></text>%s`,
+				n(x0+forestPlotW+20), n(ry+4), esc(label), esc(a.Verdict), esc(verdictLabel(a.Verdict)), closing)
 		}
 		s.f(`</g>`)
 		y += block + 6

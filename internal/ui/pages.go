@@ -58,6 +58,7 @@ type experimentRow struct {
 	Runs         []string
 	Pods         int
 	LastEvent    time.Time
+	Imported     bool   // known only by an imported record: no runs here to open
 	Problem      string // why there is no comparison
 }
 
@@ -85,13 +86,17 @@ func (u *UI) experiments(w http.ResponseWriter, r *http.Request) {
 		if e.Definition != nil {
 			row.Change = e.Definition.Change
 		}
-		c, err := compute(r.Context(), u.db, e.Name, "", "")
+		c, err := u.comparisonOf(r.Context(), e, "", "")
 		switch {
 		case err == nil:
-			row.Baseline = c.Baseline
+			row.Baseline, row.Imported = c.Baseline, e.Imported != nil
 			for _, a := range c.Arms {
 				if !a.Baseline {
-					row.Arms = append(row.Arms, badge{Arm: a.Arm, Verdict: a.Verdict, Explanation: a.Explanation, URL: armURL(e.Name, a.Arm, nil)})
+					b := badge{Arm: a.Arm, Verdict: a.Verdict, Explanation: a.Explanation, URL: armURL(e.Name, a.Arm, nil)}
+					if row.Imported {
+						b.URL = experimentURL(e.Name) // no runs here to open
+					}
+					row.Arms = append(row.Arms, b)
 				}
 			}
 		case errors.Is(err, errNoComparison):
@@ -122,6 +127,16 @@ func compute(ctx context.Context, db Reader, name, ns, baseline string) (compare
 	return c, err
 }
 
+// comparisonOf is compute, or the comparison as recorded for an experiment known here only by
+// an imported record.
+func (u *UI) comparisonOf(ctx context.Context, e report.ExperimentInfo, ns, baseline string) (compare.Comparison, error) {
+	if e.Imported == nil {
+		return compute(ctx, u.db, e.Name, ns, baseline)
+	}
+	rec, err := u.db.ImportedRecord(ctx, e.Name, "")
+	return rec.Comparison, err
+}
+
 func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "name")
 	if !u.mayReadExperiment(w, r, name) {
@@ -149,7 +164,7 @@ func (u *UI) experiment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	c, err := compute(r.Context(), u.db, name, ns, baseline)
+	c, err := u.comparisonOf(r.Context(), e, ns, baseline)
 	if err != nil && !errors.Is(err, errNoComparison) {
 		u.internal(w, r, err)
 		return

@@ -68,6 +68,7 @@ type Reader interface {
 	Workload(ctx context.Context, w events.WorkloadRef, from, to time.Time) (report.WorkloadWindow, error)
 	Disruptions(ctx context.Context, f report.WorkloadFilter, from, to time.Time) ([]report.Disruption, error)
 	RecordOrImported(ctx context.Context, name, namespace string) (record.Record, bool, error)
+	ImportedRecord(ctx context.Context, name, namespace string) (record.Record, error)
 	Successors(ctx context.Context, name string) ([]string, error)
 	Labels(ctx context.Context, s scope.Scope, from, to time.Time) (labels.Answer, error)
 }

@@ -57,6 +57,9 @@ type Definition struct {
 	Thresholds  map[string]any `json:"thresholds,omitempty"`
 	Arms        []Arm          `json:"arms"`
 	Disruptions []string       `json:"disruptions,omitempty"`
+	// Previous is the experiment this one's record chains to (the definition key previous,
+	// docs/records.md).
+	Previous string `json:"previous,omitempty"`
 	// Source is the experiment ConfigMap the definition was read from (LoadManifests); the
 	// runner then creates that one instead of writing its own.
 	Source *corev1.ConfigMap `json:"-"`
@@ -168,6 +171,9 @@ func (d *Definition) ConfigMap(namespace string) (*corev1.ConfigMap, error) {
 		}
 		data[key] = string(b)
 	}
+	if d.Previous != "" {
+		data["previous"] = d.Previous
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-experiment", Namespace: namespace, Labels: map[string]string{events.LabelExperiment: d.Name}},
 		Data:       data,
@@ -215,8 +221,14 @@ func (r *Runner) Run(ctx context.Context, d *Definition) error {
 		return err
 	}
 	if d.Source != nil {
+		// The manifests' ConfigMap, under the definition's name and chain (the demo may have
+		// renamed it to chain it to an earlier run).
 		cm = d.Source.DeepCopy()
 		cm.Namespace, cm.ResourceVersion = r.Namespace, ""
+		cm.Labels[events.LabelExperiment] = d.Name
+		if d.Previous != "" {
+			cm.Data["previous"] = d.Previous
+		}
 	}
 	if _, err := r.Client.CoreV1().ConfigMaps(r.Namespace).Create(ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		_, err = r.Client.CoreV1().ConfigMaps(r.Namespace).Update(ctx, cm, metav1.UpdateOptions{})

@@ -119,6 +119,9 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Definition, error) {
 		}
 		d["repeats"] = n
 	}
+	if v := cm.Data["previous"]; v != "" {
+		d["previous"] = v
+	}
 	for _, key := range []string{"fixed", "metrics", "arms", "thresholds"} {
 		if v := cm.Data[key]; v != "" {
 			var x any

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -69,6 +71,10 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	defer s.Stop()
+	// On a database an earlier demo stored to, this one is the next of a chain (docs/records.md).
+	if def.Name, def.Previous, err = chainName(ctx, s.APIAddr, def.Name); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "schedlens: collector watching namespace %s, api http://%s\n", ns, s.APIAddr)
 	fmt.Fprintf(stdout, "web UI (updates live): %s\n", uiURL(s.APIAddr, def.Name, ns, ""))
 	fmt.Fprintf(stdout, "experiment %s: %d arms × %d repeats, %d pods each, disruptions %v\n\n",
@@ -111,7 +117,7 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	fmt.Fprintf(stdout, "\nin the web UI: %s (runs: %s)\n\n", uiURL(s.APIAddr, def.Name, ns, ""), uiURL(s.APIAddr, def.Name, ns, "1"))
-	if err := printRecord(ctx, stdout, s.APIAddr, def.Name, ns); err != nil {
+	if err := printRecord(ctx, stdout, s.APIAddr, def.Name); err != nil {
 		return err
 	}
 	if err := compare.WriteTable(stdout, c); err != nil {
@@ -129,19 +135,61 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 	return nil
 }
 
-// printRecord says where the experiment's record is, with its digest (docs/records.md).
-func printRecord(ctx context.Context, w io.Writer, addr, name, ns string) error {
+// chainName names this demo's experiment: base when the database holds no experiment of that
+// name, else base-N after the highest base-N there (base itself counting as 1), with that
+// latest one as previous, so that a demo run again on the same database chains its record to
+// the last one's.
+func chainName(ctx context.Context, addr, base string) (name, previous string, err error) {
+	var list struct {
+		Experiments []struct {
+			Name string `json:"name"`
+		} `json:"experiments"`
+	}
+	if err := getJSON(ctx, "http://"+addr+"/v1/experiments", &list); err != nil {
+		return "", "", fmt.Errorf("list experiments: %w", err)
+	}
+	last := 0
+	for _, e := range list.Experiments {
+		if e.Name == base {
+			last = max(last, 1)
+		} else if n, err := strconv.Atoi(strings.TrimPrefix(e.Name, base+"-")); err == nil && n > 1 && e.Name == fmt.Sprintf("%s-%d", base, n) {
+			last = max(last, n)
+		}
+	}
+	switch last {
+	case 0:
+		return base, "", nil
+	case 1:
+		return base + "-2", base, nil
+	default:
+		return fmt.Sprintf("%s-%d", base, last+1), fmt.Sprintf("%s-%d", base, last), nil
+	}
+}
+
+// printRecord says where the experiment's record is, with its digest and the record it chains
+// to (docs/records.md). The experiment is this demo's alone, so its record is read over every
+// namespace: the reading a later record's previous link names.
+func printRecord(ctx context.Context, w io.Writer, addr, name string) error {
 	var r struct {
 		Digest string `json:"digest"`
 		Events struct {
 			Count int64 `json:"count"`
 		} `json:"events"`
+		Previous *struct {
+			Experiment string `json:"experiment"`
+			Digest     string `json:"digest"`
+		} `json:"previous"`
 	}
-	u := "http://" + addr + "/v1/experiments/" + url.PathEscape(name) + "/record?" + url.Values{"namespace": {ns}}.Encode()
+	u := "http://" + addr + "/v1/experiments/" + url.PathEscape(name) + "/record"
 	if err := getJSON(ctx, u, &r); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	fmt.Fprintf(w, "the record of its conditions and results (%d events): %s\n  %s\n\n", r.Events.Count, r.Digest, u)
+	fmt.Fprintf(w, "the record of its conditions and results (%d events): %s\n  %s\n", r.Events.Count, r.Digest, u)
+	if p := r.Previous; p != nil {
+		fmt.Fprintf(w, "chained to the record of %s (the previous demo on this database): %s\n  what changed since: http://%s/ui/experiments/%s/against/%s\n",
+			p.Experiment, cmp.Or(p.Digest, "(none stored)"), addr, url.PathEscape(name), url.PathEscape(p.Experiment))
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 

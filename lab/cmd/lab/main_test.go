@@ -35,10 +35,16 @@ func TestMain(m *testing.M) {
 // see TestMain), on a database of the test's and a free API port, and returns what it printed.
 func labProcess(t *testing.T, timeout time.Duration, args ...string) string {
 	t.Helper()
+	return labProcessOn(t, pgtest.URL(t), timeout, args...)
+}
+
+// labProcessOn is labProcess on the database at dbURL.
+func labProcessOn(t *testing.T, dbURL string, timeout time.Duration, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+pgtest.URL(t), "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SCHEDLENS_LAB_TEST_AS_MAIN=1", "SCHEDLENS_DATABASE_URL="+dbURL, "SCHEDLENS_HTTP_ADDR=127.0.0.1:0")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -105,6 +111,37 @@ func TestDemoManifests(t *testing.T) {
 	}
 }
 
+// lab demo run again on the same database names its experiment after the last one and chains
+// its record to it: the second run's record links the digest the first run printed.
+func TestDemoChains(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	demo := func() string {
+		t.Helper()
+		return labProcessOn(t, dbURL, 3*time.Minute, "demo", "-exit", "-workload=false", "-experiment", "testdata/chain.yaml", "-speed-percent", "25", "-dir", t.TempDir())
+	}
+	record := regexp.MustCompile(`(?m)^the record of its conditions and results \(\d+ events\): (sha256:[0-9a-f]{64})\n  http://127\.0\.0\.1:\d+/v1/experiments/(\S+)/record$`)
+	first := demo()
+	m1 := record.FindStringSubmatch(first)
+	if m1 == nil || m1[2] != "chain" {
+		t.Fatalf("first demo: no record line of experiment chain:\n%s", first)
+	}
+	if strings.Contains(first, "chained to") {
+		t.Errorf("the first demo on an empty database chains to something:\n%s", first)
+	}
+	second := demo()
+	m2 := record.FindStringSubmatch(second)
+	if m2 == nil || m2[2] != "chain-2" {
+		t.Fatalf("second demo: no record line of experiment chain-2:\n%s", second)
+	}
+	chained := regexp.MustCompile(`(?m)^chained to the record of chain \(the previous demo on this database\): (\S+)\n  what changed since: http://127\.0\.0\.1:\d+/ui/experiments/chain-2/against/chain$`).FindStringSubmatch(second)
+	if chained == nil || chained[1] != m1[1] {
+		t.Errorf("second demo does not chain to the first's record %s:\n%s", m1[1], second)
+	}
+	if !regexp.MustCompile(`(?m)^experiment chain-2: 2 arms × 1 repeats, 1 pods each`).MatchString(second) {
+		t.Errorf("second demo's experiment is not chain-2:\n%s", second)
+	}
+}
+
 // lab demo -exit runs an experiment end to end and prints a summary whose numbers come from
 // the API: every pod scheduled, the background pods preempted by the priority arm.
 func TestDemo(t *testing.T) {
@@ -145,7 +182,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^web UI \(updates live\): http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\d{8}-\d{6}$`),
 		regexp.MustCompile(`(?m)^in the web UI: http://127\.0\.0\.1:\d+/ui/experiments/mini\?namespace=mini-\S+ \(runs: http://\S+/ui/experiments/mini/runs/1\?namespace=mini-\S+\)$`),
 		// The record's digest, and where to read it.
-		regexp.MustCompile(`(?m)^the record of its conditions and results \(\d+ events\): sha256:[0-9a-f]{64}\n  http://127\.0\.0\.1:\d+/v1/experiments/mini/record\?namespace=mini-\S+$`),
+		regexp.MustCompile(`(?m)^the record of its conditions and results \(\d+ events\): sha256:[0-9a-f]{64}\n  http://127\.0\.0\.1:\d+/v1/experiments/mini/record$`),
 		// Pods bound at once read a pending of tens of milliseconds (sub-second milestones), not
 		// the up to one second a creation timestamp's whole second would add.
 		regexp.MustCompile(`(?m)^control \(baseline\)\s+4\s+4\s+0\s+0\s+0\.[0-2]\d\d\s`),
