@@ -49,6 +49,9 @@ type DecodeOption func(*decodeOptions)
 
 type decodeOptions struct {
 	now func() time.Time
+	// unmarshal reads a whole JSON value into a Go value on the fast path (unmarshalV2; tests
+	// compare it with encoding/json's, unmarshalV1).
+	unmarshal func([]byte, any) error
 }
 
 // WithClock sets the clock the time bounds are measured from (the receive time); the wall

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -150,6 +152,15 @@ func deepCopy(v any) any {
 // checkDecode holds the codec's properties for one message.
 func checkDecode(t *testing.T, msg []byte) {
 	env, err := events.Decode(msg, events.WithClock(clock))
+	// json/v2 with encoding/json's semantics reads every message as encoding/json did: the
+	// same envelope, or the same rejection word for word.
+	ref, refErr := events.DecodeV1(msg, events.WithClock(clock))
+	if fmt.Sprint(err) != fmt.Sprint(refErr) {
+		t.Fatalf("json/v2 says %v, encoding/json %v", err, refErr)
+	}
+	if diff := cmp.Diff(ref, env, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) && a.Location().String() == b.Location().String() })); diff != "" {
+		t.Fatalf("json/v2 and encoding/json read the message differently (-encoding/json +json/v2):\n%s", diff)
+	}
 	if err != nil {
 		var ve *events.ValidationError
 		if !errors.As(err, &ve) || !errors.Is(err, events.ErrInvalid) || env != nil {
