@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -29,7 +31,9 @@ const (
 // measureEndToEnd publishes the envelopes raws encode to JetStream (untimed), then times a
 // correlator storing them
 // into a fresh, migrated database, from its start until the store counts every event.
-func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *rawSet, cfg correlator.Config, logger, corrLogger *slog.Logger) (figure, error) {
+// measureEndToEnd times a correlator storing raws from JetStream; with profile set, the timed
+// phase's CPU profile is written there.
+func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *rawSet, cfg correlator.Config, profile string, logger, corrLogger *slog.Logger) (figure, error) {
 	external := natsURL != ""
 	natsURL, stopNATS, err := natsOrLocal(natsURL)
 	if err != nil {
@@ -117,11 +121,25 @@ func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *ra
 	defer cancel()
 	var runErr error
 	finished := make(chan struct{})
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return figure{}, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return figure{}, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
 	start = time.Now()
 	go func() { runErr = c.Run(runCtx); close(finished) }()
 	took, err := waitStored(ctx, db, raws.len(), start, finished)
 	cancel()
 	<-finished
+	if profile != "" {
+		pprof.StopCPUProfile()
+		logger.Info("cpu profile of the timed phase written", "file", profile)
+	}
 	// Acks of the last batch are in the connection's buffer: send them before the consumer goes.
 	_ = nc.FlushTimeout(5 * time.Second)
 	if err != nil {

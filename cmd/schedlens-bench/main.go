@@ -81,9 +81,12 @@ type options struct {
 	natsURL   string
 	adminURL  string
 	json      bool
-	log       config.Logging
-	lag       lagOptions    // -lag: lag.go
-	memory    memoryOptions // -memory: memory.go
+	// cpuProfile: each timed end-to-end phase's CPU profile is written to
+	// <cpuProfile>-<mix>-<events>.pprof (go tool pprof).
+	cpuProfile string
+	log        config.Logging
+	lag        lagOptions    // -lag: lag.go
+	memory     memoryOptions // -memory: memory.go
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -107,6 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.natsURL, "nats-url", envNATSURL, "", "external NATS server with JetStream (default: an in-process server in a temp dir per measurement); its SCHEDLENS stream must be empty and unconsumed")
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
+	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof")
 	o.log.Define(fs)
 	o.lag.define(fs)
 	o.memory.define(fs)
@@ -250,7 +254,11 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 	cfg := correlator.DefaultConfig()
 	cfg.Consumer = "schedlens-bench-" + randomHex(4)
 	cfg.BatchSize, cfg.BatchWait = o.batchSize, o.batchWait
-	e2e, err := measureEndToEnd(ctx, pg, o.natsURL, raws, cfg, logger, corrLogger)
+	profile := ""
+	if o.cpuProfile != "" {
+		profile = fmt.Sprintf("%s-%s-%d.pprof", o.cpuProfile, m.name, n)
+	}
+	e2e, err := measureEndToEnd(ctx, pg, o.natsURL, raws, cfg, profile, logger, corrLogger)
 	if err != nil {
 		return sizeReport{}, fmt.Errorf("end to end: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +21,18 @@ import (
 // and checks that it prints every figure, ratio and target. It asserts no rate: figures are for
 // people.
 func TestRunSmoke(t *testing.T) {
-	out := smoke(t, 3*time.Minute, "-sizes", "300,600", "-naive-rows", "200", "-admin-database-url", adminURL(t))
+	prof := filepath.Join(t.TempDir(), "cpu")
+	out := smoke(t, 3*time.Minute, "-sizes", "300,600", "-naive-rows", "200", "-cpu-profile", prof, "-admin-database-url", adminURL(t))
+	// -cpu-profile: one profile per timed end-to-end phase (pprof's format: gzipped protobuf).
+	for _, name := range []string{"pods-300", "pods-600", "requests-300", "requests-600"} {
+		b, err := os.ReadFile(prof + "-" + name + ".pprof")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
+			t.Errorf("%s: not a pprof profile (%d bytes)", name, len(b))
+		}
+	}
 	for _, want := range []string{
 		"naive INSERT times the first 200 rows of each size (its rate is per row)",
 		"mix pods (many short-lived pods, an inventory every 3 runs)",
