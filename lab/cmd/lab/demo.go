@@ -71,10 +71,13 @@ func demo(ctx context.Context, o options, l *labenv.Lab, def *experiment.Definit
 		return err
 	}
 	defer s.Stop()
-	// On a database an earlier demo stored to, this one is the next of a chain (docs/records.md).
-	if def.Name, def.Previous, err = chainName(ctx, s.APIAddr, def.Name); err != nil {
+	// On a database an earlier demo stored to, this one is the next of a chain (docs/records.md);
+	// otherwise the definition's own previous, if it names one, stands.
+	name, previous, err := chainName(ctx, s.APIAddr, def.Name)
+	if err != nil {
 		return err
 	}
+	def.Name, def.Previous = name, cmp.Or(previous, def.Previous)
 	fmt.Fprintf(stdout, "schedlens: collector watching namespace %s, api http://%s\n", ns, s.APIAddr)
 	fmt.Fprintf(stdout, "web UI (updates live): %s\n", uiURL(s.APIAddr, def.Name, ns, ""))
 	fmt.Fprintf(stdout, "experiment %s: %d arms × %d repeats, %d pods each, disruptions %v\n\n",
