@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
 )
 
 // A control plane runs once per process, so a test that needs a second lab re-runs this test
@@ -119,10 +121,10 @@ func TestDemoChains(t *testing.T) {
 		t.Helper()
 		return labProcessOn(t, dbURL, 3*time.Minute, "demo", "-exit", "-workload=false", "-experiment", "testdata/chain.yaml", "-speed-percent", "25", "-dir", t.TempDir())
 	}
-	record := regexp.MustCompile(`(?m)^the record of its conditions and results \(\d+ events\): (sha256:[0-9a-f]{64})\n  http://127\.0\.0\.1:\d+/v1/experiments/(\S+)/record$`)
+	record := regexp.MustCompile(`(?m)^the record of its conditions and results \((\d+) events\): (sha256:[0-9a-f]{64})\n  http://127\.0\.0\.1:\d+/v1/experiments/(\S+)/record$`)
 	first := demo()
 	m1 := record.FindStringSubmatch(first)
-	if m1 == nil || m1[2] != "chain" {
+	if m1 == nil || m1[3] != "chain" {
 		t.Fatalf("first demo: no record line of experiment chain:\n%s", first)
 	}
 	if strings.Contains(first, "chained to") {
@@ -130,12 +132,30 @@ func TestDemoChains(t *testing.T) {
 	}
 	second := demo()
 	m2 := record.FindStringSubmatch(second)
-	if m2 == nil || m2[2] != "chain-2" {
+	if m2 == nil || m2[3] != "chain-2" {
 		t.Fatalf("second demo: no record line of experiment chain-2:\n%s", second)
 	}
 	chained := regexp.MustCompile(`(?m)^chained to the record of chain \(the previous demo on this database\): (\S+)\n  what changed since: http://127\.0\.0\.1:\d+/ui/experiments/chain-2/against/chain$`).FindStringSubmatch(second)
-	if chained == nil || chained[1] != m1[1] {
-		t.Errorf("second demo does not chain to the first's record %s:\n%s", m1[1], second)
+	// The link is the first experiment's record as the store reads it now: the one the first
+	// demo printed, unless events of its pods were stored after it printed (then the record,
+	// read again, is another; the counts say so).
+	db, err := store.Open(context.Background(), dbURL, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	prev, err := db.Record(context.Background(), "chain", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chained == nil || chained[1] != prev.Digest {
+		t.Errorf("second demo does not chain to the first experiment's record %s:\n%s", prev.Digest, second)
+	}
+	if prev.Digest != m1[2] {
+		t.Logf("the first demo printed %s over %s events; its record now holds %d events (stored after it printed)", m1[2], m1[1], prev.Events.Count)
+		if strconv.FormatInt(prev.Events.Count, 10) == m1[1] {
+			t.Errorf("the first experiment's record changed with no event added: printed %s, now %s", m1[2], prev.Digest)
+		}
 	}
 	if !regexp.MustCompile(`(?m)^experiment chain-2: 2 arms × 1 repeats, 1 pods each`).MatchString(second) {
 		t.Errorf("second demo's experiment is not chain-2:\n%s", second)
