@@ -6,8 +6,9 @@ import (
 )
 
 // deviceAttributeRef matches a device attribute a DRA CEL selector reads:
-// device.attributes["domain"].name, device.attributes["domain"]["name"] (or .?name).
-var deviceAttributeRef = regexp.MustCompile(`device\.attributes\[\s*"([^"]+)"\s*\]\s*(?:\.\??([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]+)"\s*\])`)
+// device.attributes["domain"].name, device.attributes["domain"]["name"], .?name, and the same
+// with single quotes.
+var deviceAttributeRef = regexp.MustCompile(`device\.attributes\[\s*["']([^"']+)["']\s*\]\s*(?:\.\s*\??([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
 
 // DeviceAttributeRefs are the device attributes a DRA CEL selector reads, as qualified names
 // (domain/name: "gpu.nvidia.com/productName"), sorted, each once. It reads the expression's

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -273,16 +272,13 @@ func sliceNames(devs []sliceDevice, max int) string {
 	return out
 }
 
-// attributeRef finds the attributes a CEL expression reads: device.attributes["domain"].name
-// (or ['domain'], or .name after the map).
-var attributeRef = regexp.MustCompile(`device\.attributes\[\s*["']([^"']+)["']\s*\]\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)`)
-
-// attributeValues names the attributes the failed selector reads and the values the devices
-// it was tried on carry: what the expression should have asked for.
+// attributeValues names the attributes the failed selector reads (events.DeviceAttributeRefs,
+// as /v1/labels reads them) and the values the devices it was tried on carry: what the
+// expression should have asked for.
 func attributeValues(expr string, devs []sliceDevice) string {
 	var parts []string
-	for _, m := range attributeRef.FindAllStringSubmatch(expr, -1) {
-		domain, name := m[1], m[2]
+	for _, ref := range events.DeviceAttributeRefs(expr) {
+		domain, name, _ := strings.Cut(ref, "/")
 		vals := map[string]bool{}
 		for _, d := range devs {
 			for qn, a := range d.device.Attributes {
