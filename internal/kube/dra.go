@@ -170,21 +170,10 @@ func resolveClaim(pc *events.PodClaim, namespace string, dra DRA) {
 	}
 }
 
-// attribute is a device's attribute by its short name or its driver-qualified one, as text.
+// attribute is a device's attribute by its short name (of its driver's domain), as text.
 func attribute(dev *resourcev1.Device, driver, name string) string {
-	a, ok := dev.Attributes[resourcev1.QualifiedName(name)]
-	if !ok {
-		a, ok = dev.Attributes[resourcev1.QualifiedName(driver+"/"+name)]
-	}
-	switch {
-	case !ok:
-		return ""
-	case a.StringValue != nil:
-		return *a.StringValue
-	case a.VersionValue != nil:
-		return *a.VersionValue
-	}
-	return ""
+	v, _ := qualifiedAttribute(dev, driver, driver+"/"+name)
+	return v
 }
 
 // qualifiedAttribute is a device's attribute by its qualified name (domain/name) as a selector
