@@ -254,16 +254,7 @@ func TestImportRecord(t *testing.T) {
 	from := apitest.Serve(t, origin)
 	body := func(path string) []byte {
 		t.Helper()
-		resp, err := http.Get(from.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return b
+		return apitest.Get(t, from.URL+path)
 	}
 	rec20, rec21 := body("/v1/experiments/day20/record"), body("/v1/experiments/day21/record")
 	comparison := body("/v1/experiments/day20/comparison")

@@ -50,7 +50,7 @@ type DecodeOption func(*decodeOptions)
 type decodeOptions struct {
 	now func() time.Time
 	// unmarshal reads a whole JSON value into a Go value on the fast path (unmarshalV2; tests
-	// compare it with encoding/json's, unmarshalV1).
+	// compare it with encoding/json's, unmarshalV1 in export_test.go).
 	unmarshal func([]byte, any) error
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"time"
@@ -370,19 +369,6 @@ var v1Semantics = jsonv1.DefaultOptionsV1()
 // as fast as encoding/json on the correlator's envelopes (BenchmarkDecodeAlternatives,
 // docs/architecture.md#decoding).
 func unmarshalV2(raw []byte, dst any) error { return jsonv2.Unmarshal(raw, dst, v1Semantics) }
-
-// unmarshalV1 is encoding/json's reader as the fast path used it before json/v2: a Decoder
-// (one validating scan) and nothing after the value.
-func unmarshalV1(raw []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(dst); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the value")
-	}
-	return nil
-}
 
 // decodeFast reads raw into dst with unmarshal; when that fails it says why with the path of
 // the field at fault: "not valid JSON", or decodeObject's field by field reading.

@@ -1,7 +1,27 @@
 package events
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
 // DecodeV1 is Decode with encoding/json on the fast path, as before json/v2: the reference the
 // fuzz targets hold Decode to.
 func DecodeV1(b []byte, opts ...DecodeOption) (*Envelope, error) {
 	return Decode(b, append(opts, func(o *decodeOptions) { o.unmarshal = unmarshalV1 })...)
+}
+
+// unmarshalV1 is encoding/json's reader as the fast path used it before json/v2: a Decoder
+// (one validating scan) and nothing after the value.
+func unmarshalV1(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(dst); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the value")
+	}
+	return nil
 }

@@ -3,11 +3,11 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"testing"
 
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	schedrecord "github.com/schedlens/schedlens/internal/record"
 	"github.com/schedlens/schedlens/lab/cluster"
 )
@@ -33,16 +33,7 @@ func TestAgainstNamesAChangedNodePool(t *testing.T) {
 
 	raw := func(path string) []byte {
 		t.Helper()
-		resp, err := http.Get("http://" + e.s.APIAddr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return b
+		return apitest.Get(t, "http://"+e.s.APIAddr+path)
 	}
 	for _, exp := range []string{"day20", "day21"} {
 		if a, b := raw("/v1/experiments/"+exp+"/record"), raw("/v1/experiments/"+exp+"/record"); !bytes.Equal(a, b) {
