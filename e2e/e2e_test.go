@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/apiapp"
@@ -136,7 +137,8 @@ func pipeline(t *testing.T, asBinaries bool) (string, string, string) {
 		cfg := correlator.DefaultConfig()
 		cfg.BatchWait = 50 * time.Millisecond
 		inProcess(t, "correlator", func(ctx context.Context) error {
-			return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: nats.URL(), DatabaseURL: dbURL, MetricsAddr: "127.0.0.1:0", Correlator: cfg})
+			return correlatorapp.Run(ctx, correlatorapp.Options{NATSURL: nats.URL(), DatabaseURL: dbURL, MetricsAddr: "127.0.0.1:0", Correlator: cfg,
+				WarmInterval: 200 * time.Millisecond})
 		})
 		inProcess(t, "api", func(ctx context.Context) error {
 			return apiapp.Run(ctx, apiapp.Options{HTTPAddr: apiAddr, DatabaseURL: dbURL})
@@ -451,6 +453,36 @@ func TestComparison(t *testing.T) {
 			Sharing          map[string]int `json:"sharing"`
 			FailedScheduling map[string]int `json:"failed_scheduling_reasons"`
 		}
+	}
+	// The correlator stores the default comparison (-comparison-warm-interval, 200 ms here)
+	// without any api asking for it; once it holds still (the same for five intervals: everything
+	// is stored) it is what the api serves.
+	storedBody := func() []byte {
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var body []byte
+		if err := conn.QueryRow(context.Background(), `SELECT body FROM stored_comparisons WHERE experiment = 'day20' AND namespace = '' AND baseline = ''`).Scan(&body); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return body
+	}
+	var stored []byte
+	waitFor(t, "the correlator to store day20's comparison, holding still", func() bool {
+		before := storedBody()
+		time.Sleep(time.Second)
+		stored = storedBody()
+		return stored != nil && bytes.Equal(before, stored)
+	})
+	var storedDoc, servedDoc any
+	if err := json.Unmarshal(stored, &storedDoc); err != nil {
+		t.Fatal(err)
+	}
+	getJSON(t, api+"/v1/experiments/day20/comparison", &servedDoc)
+	if diff := cmp.Diff(storedDoc, servedDoc); diff != "" {
+		t.Errorf("the comparison served differs from the one the correlator stored (-stored +served):\n%s", diff)
 	}
 	getJSON(t, api+"/v1/experiments/day20/comparison", &c)
 	var inNS struct {

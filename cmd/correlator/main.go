@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/config"
 	"github.com/schedlens/schedlens/internal/correlator"
@@ -32,6 +33,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var (
 		o            correlatorapp.Options
 		rebuildChunk int
+		idle         int
 		proc         config.Process
 	)
 	fs := config.New("correlator", getenv, stderr)
@@ -62,6 +64,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		"keep dead letters this long (e.g. 30d; 0 keeps them for ever)")
 	fs.Duration(&o.MaintenanceInterval, "maintenance-interval", "SCHEDLENS_MAINTENANCE_INTERVAL", correlatorapp.DefaultMaintenanceInterval,
 		"how often serve maintains the store, one correlator at a time (0: never; run `correlator maintain` instead)")
+	fs.Duration(&o.WarmInterval, "comparison-warm-interval", "SCHEDLENS_COMPARISON_WARM_INTERVAL", correlatorapp.DefaultWarmInterval,
+		"how often serve stores every experiment's default comparison whose data changed, so an api replica's first comparison reads it (0: never)")
+	fs.Int(&idle, "gpu-idle-threshold", "SCHEDLENS_GPU_IDLE_THRESHOLD", align.IdleUtilThreshold,
+		"GPU utilisation (percent) under which allocated GPU time counts as idle in the comparisons it stores: set it as the api's")
 	proc.Define(fs)
 	fs.UsageText(usageText)
 
@@ -83,6 +89,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("unknown command %q", cmd)
 	}
+	if idle < 0 || idle > 100 {
+		fs.Usage()
+		return config.Usagef("-gpu-idle-threshold must be in 0..100")
+	}
+	o.IdleThreshold = float64(idle)
 	logger, err := proc.Start(stderr, "correlator", getenv)
 	if err != nil {
 		fs.Usage()
@@ -116,6 +127,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.MaintenanceInterval == 0 {
 		o.MaintenanceInterval = -1 // 0 on the command line: never
+	}
+	if o.WarmInterval == 0 {
+		o.WarmInterval = -1
 	}
 	if err := correlator.Check(o.Correlator); err != nil {
 		return config.Usagef("%v", err)

@@ -33,6 +33,8 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 		{[]string{"-database-url", url, "frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"migrate", "-database-url", url, "-auto-gomemlimit-ratio", "1.5"}, `-auto-gomemlimit-ratio must be in (0, 1], got 1.5`},
 		{[]string{"migrate", "-database-url", url, "-log-level", "loud"}, `bad -log-level "loud"`},
+		{[]string{"migrate", "-database-url", url, "-gpu-idle-threshold", "101"}, `-gpu-idle-threshold must be in 0..100`},
+		{[]string{"migrate", "-database-url", url, "-comparison-warm-interval", "soon"}, `-comparison-warm-interval`},
 	} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"correlator"}, tc.args...), env, &bytes.Buffer{}, &stderr)

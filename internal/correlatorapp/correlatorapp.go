@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/correlator"
 	"github.com/schedlens/schedlens/internal/events"
@@ -54,6 +55,14 @@ type Options struct {
 	// partitions and drops what Retention no longer keeps — one correlator of several at a
 	// time (zero: DefaultMaintenanceInterval; negative: never, `correlator maintain` does it).
 	MaintenanceInterval time.Duration
+	// WarmInterval is how often serve brings every experiment's stored default comparison up to
+	// date (store.WarmComparisons), so that an api replica's first comparison reads one row
+	// (zero: DefaultWarmInterval; negative: never).
+	WarmInterval time.Duration
+	// IdleThreshold is the GPU utilisation (percent) under which allocated GPU time counts as
+	// idle in the comparisons it stores: the api's (-gpu-idle-threshold), or an api replica
+	// computes its own (zero: align.IdleUtilThreshold).
+	IdleThreshold float64
 }
 
 // DefaultDatabaseRetryMax is the longest wait between two attempts to reach the database.
@@ -78,10 +87,16 @@ func (o *Options) defaults() {
 	if o.MaintenanceInterval == 0 {
 		o.MaintenanceInterval = DefaultMaintenanceInterval
 	}
+	if o.WarmInterval == 0 {
+		o.WarmInterval = DefaultWarmInterval
+	}
+	if o.IdleThreshold == 0 {
+		o.IdleThreshold = align.IdleUtilThreshold
+	}
 }
 
 func (o Options) open(ctx context.Context) (*store.DB, error) {
-	return store.Open(ctx, o.DatabaseURL, o.Logger, store.WithLabelKeys(o.Labels))
+	return store.Open(ctx, o.DatabaseURL, o.Logger, store.WithLabelKeys(o.Labels), store.WithIdleThreshold(o.IdleThreshold))
 }
 
 // Migrate applies the schema's pending migrations.
@@ -164,6 +179,9 @@ func Run(ctx context.Context, o Options) error {
 		migrated.Store(true)
 		if o.MaintenanceInterval > 0 {
 			g.Go(func() error { return maintainEvery(gctx, db, o.Retention, o.MaintenanceInterval, mm, logger) })
+		}
+		if o.WarmInterval > 0 {
+			g.Go(func() error { return warmEvery(gctx, db, o.WarmInterval, mm, logger) })
 		}
 		conn, err := bus.Connect(o.NATSURL, "schedlens-correlator", logger, natsOpts...)
 		if err != nil {

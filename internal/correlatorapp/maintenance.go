@@ -13,6 +13,9 @@ import (
 // DefaultMaintenanceInterval is how often `correlator serve` maintains the store.
 const DefaultMaintenanceInterval = time.Hour
 
+// DefaultWarmInterval is how often `correlator serve` brings the stored comparisons up to date.
+const DefaultWarmInterval = time.Minute
+
 // maintenanceMetrics are what every correlator reports of the store's maintenance, whichever
 // of them did it: the state is read from the store after each attempt.
 type maintenanceMetrics struct {
@@ -22,6 +25,7 @@ type maintenanceMetrics struct {
 	oldest     prometheus.Gauge
 	horizon    prometheus.Gauge
 	maintained prometheus.Gauge
+	warmed     prometheus.Counter
 }
 
 func newMaintenanceMetrics(reg prometheus.Registerer) (*maintenanceMetrics, error) {
@@ -38,11 +42,13 @@ func newMaintenanceMetrics(reg prometheus.Registerer) (*maintenanceMetrics, erro
 			Help: "Raw events older than this are dropped and refused (0: retention has dropped nothing)."}),
 		maintained: prometheus.NewGauge(prometheus.GaugeOpts{Name: "schedlens_store_last_maintenance_timestamp_seconds",
 			Help: "When the store was last maintained, by any correlator (0: never)."}),
+		warmed: prometheus.NewCounter(prometheus.CounterOpts{Name: "schedlens_store_comparisons_built_total",
+			Help: "Default comparisons this process built and stored for the api replicas because their experiment's stored state changed (-comparison-warm-interval)."}),
 	}
 	for _, r := range []string{"done", "skipped", "failed"} {
 		m.runs.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.dropped, m.bytes, m.oldest, m.horizon, m.maintained} {
+	for _, c := range []prometheus.Collector{m.runs, m.dropped, m.bytes, m.oldest, m.horizon, m.maintained, m.warmed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -115,4 +121,32 @@ func Maintain(ctx context.Context, o Options) (store.MaintainResult, error) {
 		return store.MaintainResult{}, err
 	}
 	return db.Maintain(ctx, o.Retention, time.Now())
+}
+
+// warmEvery brings every experiment's stored default comparison up to date now and every
+// interval until ctx ends (store.WarmComparisons: only experiments whose stored state changed
+// are built again). Several correlators may each do it: the result is the same row.
+func warmEvery(ctx context.Context, db *store.DB, interval time.Duration, m *maintenanceMetrics, logger *slog.Logger) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		n, err := db.WarmComparisons(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			logger.Warn("warm comparisons", "error", err)
+		default:
+			m.warmed.Add(float64(n))
+			if n > 0 {
+				logger.Info("comparisons stored", "built", n, "seconds", time.Since(start).Seconds())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -19,11 +19,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/schedlens/schedlens/internal/buildinfo"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/events"
 )
@@ -206,7 +206,7 @@ func Build(d Data, c compare.Comparison, o Options) (Record, error) {
 	}
 	r.Arms = arms(d)
 	r.Cluster = cluster(d)
-	r.Schedlens = Schedlens{Version: version(), Settings: Settings{Method: c.Method, Alpha: c.Alpha, Baseline: c.Baseline,
+	r.Schedlens = Schedlens{Version: buildinfo.Version(), Settings: Settings{Method: c.Method, Alpha: c.Alpha, Baseline: c.Baseline,
 		GPUIdleThreshold: o.GPUIdleThreshold, MinGapSeconds: o.MinGap.Seconds(), Margins: map[string]any{}, Thresholds: map[string]any{}}}
 	if len(d.Definitions) > 0 {
 		var def events.Experiment
@@ -475,22 +475,4 @@ func cluster(d Data) Cluster {
 			KubeletVersions: slices.Sorted(maps.Keys(a.versions))})
 	}
 	return c
-}
-
-// version is the schedlens module's version as built (a tag, or the VCS revision), "devel"
-// when unknown.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			return s.Value
-		}
-	}
-	return "devel"
 }

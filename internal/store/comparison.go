@@ -115,26 +115,37 @@ SELECT COALESCE(exp_run, ''), md5(string_agg(uid || ':' || xmin::text, ',' ORDER
 FROM pods WHERE exp_name = $1 AND ($2 = '' OR namespace = $2)
 GROUP BY 1`
 
-// comparisonRuns returns the run slices of an experiment's pods in namespace, reading again
-// those whose fingerprint changed, all in one snapshot.
+// readFingerprints is each run's fingerprint (runFingerprints with sharedFingerprint) inside tx.
+func readFingerprints(ctx context.Context, tx pgx.Tx, name, namespace string) (map[string]string, error) {
+	var shared string
+	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
+		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
+	}
+	rows, err := tx.Query(ctx, runFingerprints, name, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
+	}
+	fps := map[string]string{}
+	var run, fp string
+	if _, err := pgx.ForEachRow(rows, []any{&run, &fp}, func() error {
+		fps[run] = shared + fp
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
+	}
+	return fps, nil
+}
+
+// comparisonRuns returns the run slices of an experiment's pods in namespace, all in one
+// snapshot: from this process's cache, else from those stored (stored.go), else read — and
+// then stored — for the runs whose fingerprint changed.
 func (db *DB) comparisonRuns(ctx context.Context, name, namespace string) (map[string]*runSlice, error) {
 	out := map[string]*runSlice{}
-	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		var shared string
-		if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
-			return fmt.Errorf("read fingerprints of %s: %w", name, err)
-		}
-		rows, err := tx.Query(ctx, runFingerprints, name, namespace)
+	var computed map[string]*runSlice
+	err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		fps, err := readFingerprints(ctx, tx, name, namespace)
 		if err != nil {
-			return fmt.Errorf("read fingerprints of %s: %w", name, err)
-		}
-		fps := map[string]string{}
-		var run, fp string
-		if _, err := pgx.ForEachRow(rows, []any{&run, &fp}, func() error {
-			fps[run] = shared + fp
-			return nil
-		}); err != nil {
-			return fmt.Errorf("read fingerprints of %s: %w", name, err)
+			return err
 		}
 		var stale []string
 		for run, fp := range fps {
@@ -148,23 +159,37 @@ func (db *DB) comparisonRuns(ctx context.Context, name, namespace string) (map[s
 			return nil
 		}
 		slices.SortFunc(stale, compare.CompareRuns)
-		read, err := db.readRunSlices(ctx, tx, name, namespace, stale)
+		stored, err := db.storedRunSlices(ctx, tx, name, namespace, stale, fps)
 		if err != nil {
 			return err
 		}
-		for run, s := range read {
-			s.fingerprint = fps[run]
-			db.runs.put(runSliceKey{name, namespace, run}, s)
-			out[run] = s
+		stale = slices.DeleteFunc(stale, func(run string) bool { return stored[run] != nil })
+		computed, err = db.readRunSlices(ctx, tx, name, namespace, stale)
+		if err != nil {
+			return err
+		}
+		db.stats.slicesComputed.Add(int64(len(computed)))
+		for _, read := range []map[string]*runSlice{stored, computed} {
+			for run, s := range read {
+				s.fingerprint = fps[run]
+				db.runs.put(runSliceKey{name, namespace, run}, s)
+				out[run] = s
+			}
 		}
 		return nil
 	})
+	if err == nil {
+		db.storeRunSlices(ctx, name, namespace, computed)
+	}
 	return out, err
 }
 
 // readRunSlices reads the slices of runs (names as runFingerprints gives them) inside tx.
 func (db *DB) readRunSlices(ctx context.Context, tx pgx.Tx, name, namespace string, runs []string) (map[string]*runSlice, error) {
 	out := make(map[string]*runSlice, len(runs))
+	if len(runs) == 0 {
+		return out, nil
+	}
 	for _, r := range runs {
 		out[r] = &runSlice{latency: map[string]map[int32]int64{}}
 	}
@@ -385,7 +410,8 @@ func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, na
 // Comparison builds the comparison of experiment name's pods in namespace with baseline
 // (compare.Build over ComparisonInput). A comparison built from the same stored state — the same
 // run fingerprints, definition and nodes — with the same baseline is the same, so the last few
-// are kept and handed out again: the result is shared, read it and do not change it.
+// are kept and handed out again, and the last one of each (experiment, namespace, baseline) is
+// stored for every process (stored.go): the result is shared, read it and do not change it.
 // ErrNotFound and *compare.BadBaselineError as ComparisonInput and compare.Build.
 func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) (compare.Comparison, error) {
 	if db.direct {
@@ -395,19 +421,59 @@ func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) 
 		}
 		return compare.Build(in, baseline)
 	}
-	in, fp, err := db.comparisonInput(ctx, name, namespace)
+	memKey := func(key string) string { return name + "\x00" + namespace + "\x00" + baseline + "\x00" + key }
+	// The stored comparison names the nodes it read: with the runs' fingerprints and the
+	// definition that is its whole key, read without a run slice.
+	in, def, err := db.comparisonDefinitionRaw(ctx, name, namespace)
 	if err != nil {
 		return compare.Comparison{}, err
 	}
-	key := name + "\x00" + namespace + "\x00" + baseline + "\x00" + fp
-	if c, ok := db.comparisons.get(key); ok {
+	var fps map[string]string
+	if err := db.readOnly(ctx, func(tx pgx.Tx) error {
+		fps, err = readFingerprints(ctx, tx, name, namespace)
+		return err
+	}); err != nil {
+		return compare.Comparison{}, err
+	}
+	if len(fps) == 0 {
+		return compare.Comparison{}, ErrNotFound
+	}
+	key, match, err := db.storedComparisonKeyNow(ctx, in, def, fps, baseline)
+	if err != nil {
+		return compare.Comparison{}, err
+	}
+	if key != "" {
+		if c, ok := db.comparisons.get(memKey(key)); ok {
+			db.stats.comparisonsKept.Add(1)
+			return c, nil
+		}
+		if match {
+			c, ok, err := db.loadStoredComparison(ctx, in, baseline, key)
+			if err != nil {
+				return compare.Comparison{}, err
+			}
+			if ok {
+				db.comparisons.put(memKey(key), c)
+				return c, nil
+			}
+		}
+	}
+
+	in, key, err = db.comparisonInput(ctx, name, namespace)
+	if err != nil {
+		return compare.Comparison{}, err
+	}
+	if c, ok := db.comparisons.get(memKey(key)); ok {
+		db.stats.comparisonsKept.Add(1)
 		return c, nil
 	}
 	c, err := compare.Build(in, baseline)
 	if err != nil {
 		return c, err
 	}
-	db.comparisons.put(key, c)
+	db.stats.comparisonsBuilt.Add(1)
+	db.comparisons.put(memKey(key), c)
+	db.storeComparison(ctx, in, baseline, key, c)
 	return c, nil
 }
 
@@ -415,11 +481,20 @@ func (db *DB) Comparison(ctx context.Context, name, namespace, baseline string) 
 // fingerprint (its pod rows' versions, scope_watches and end_reasons), the definition as stored
 // with when it was received, and the nodes' labels and versions.
 func comparisonKey(in compare.Input, def []byte, runs map[string]*runSlice) (string, error) {
+	fps := make(map[string]string, len(runs))
+	for run, s := range runs {
+		fps[run] = s.fingerprint
+	}
+	return comparisonKeyOf(fps, def, in)
+}
+
+// comparisonKeyOf is comparisonKey from the runs' fingerprints and in's DefinedAt and Nodes.
+func comparisonKeyOf(fps map[string]string, def []byte, in compare.Input) (string, error) {
 	var b strings.Builder
-	for _, run := range slices.SortedFunc(maps.Keys(runs), compare.CompareRuns) {
+	for _, run := range slices.SortedFunc(maps.Keys(fps), compare.CompareRuns) {
 		b.WriteString(run)
 		b.WriteByte(0)
-		b.WriteString(runs[run].fingerprint)
+		b.WriteString(fps[run])
 		b.WriteByte(0)
 	}
 	b.WriteString(strconv.Quote(string(def)))

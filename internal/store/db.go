@@ -45,6 +45,7 @@ type DB struct {
 	interruptions capped[interruptionKey, interruptionEntry] // RunInterruptions by fingerprint (comparison.go)
 	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (comparison.go)
 	direct        bool                                       // WithoutReadCache
+	stats         storedStats                                // where comparisons and run slices came from (stored.go)
 }
 
 // Option configures a DB.

@@ -70,3 +70,18 @@ func (db *DB) DisruptionsReadingAllRequests(ctx context.Context, f WorkloadFilte
 
 // DefinitionNamespace is definitionNamespace (tests only).
 func DefinitionNamespace(eventID string) (string, bool) { return definitionNamespace(eventID) }
+
+// StoredStats is where this DB's comparisons and run slices came from (tests only): run slices
+// computed from the events' projections or loaded from run_slices, comparisons built or loaded
+// from stored_comparisons.
+type StoredStats struct{ SlicesComputed, SlicesLoaded, Built, Loaded int64 }
+
+func (db *DB) StoredStats() StoredStats {
+	return StoredStats{db.stats.slicesComputed.Load(), db.stats.slicesLoaded.Load(), db.stats.comparisonsBuilt.Load(), db.stats.comparisonsLoaded.Load()}
+}
+
+// Exec runs sql on the store's database (tests only: to change stored rows by hand).
+func (db *DB) Exec(ctx context.Context, sql string) (int64, error) {
+	tag, err := db.pool.Exec(ctx, sql)
+	return tag.RowsAffected(), err
+}

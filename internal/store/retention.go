@@ -120,6 +120,13 @@ func (db *DB) Maintain(ctx context.Context, r Retention, now time.Time) (Maintai
 		}
 		res.DeadLetters = tag.RowsAffected()
 	}
+	// Stored run slices and comparisons (stored.go) of runs and experiments whose pods retention
+	// dropped.
+	if _, err := db.pool.Exec(ctx, `
+		DELETE FROM run_slices s WHERE NOT EXISTS (SELECT 1 FROM pods p WHERE p.exp_name = s.experiment AND COALESCE(p.exp_run, '') = s.run);
+		DELETE FROM stored_comparisons s WHERE NOT EXISTS (SELECT 1 FROM pods p WHERE p.exp_name = s.experiment)`); err != nil {
+		return res, fmt.Errorf("drop stored comparisons: %w", err)
+	}
 	_, err = db.pool.Exec(ctx, `INSERT INTO retention (class, maintained_at) SELECT unnest($1::text[]), $2
 		ON CONFLICT (class) DO UPDATE SET maintained_at = excluded.maintained_at`,
 		[]string{ClassEvents, ClassSamples, ClassSummaries, ClassGPUSamples, ClassDeadLetters}, now)
@@ -439,6 +446,12 @@ func (db *DB) DeleteExperiment(ctx context.Context, name string) error {
 		}
 		if tag.RowsAffected() == 0 && imported.RowsAffected() == 0 && len(uids) == 0 {
 			return ErrNotFound
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM run_slices WHERE experiment = $1`, name); err != nil {
+			return fmt.Errorf("delete the stored run slices: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM stored_comparisons WHERE experiment = $1`, name); err != nil {
+			return fmt.Errorf("delete the stored comparisons: %w", err)
 		}
 		if err := deletePods(ctx, tx, uids, ""); err != nil {
 			return fmt.Errorf("delete the experiment's pods: %w", err)

@@ -331,8 +331,9 @@ func TestMigrationAdoptsStoredEvents(t *testing.T) {
 	}
 }
 
-// Deleting an experiment deletes its definition, its pods and their victims, and every event of
-// them, kept or raw; the other experiment and the observed workload are untouched.
+// Deleting an experiment deletes its definition, its pods and their victims, every event of
+// them, kept or raw, and its stored comparison and run slices; the other experiment and the
+// observed workload are untouched.
 func TestDeleteExperiment(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -348,6 +349,9 @@ func TestDeleteExperiment(t *testing.T) {
 	}
 	keptBefore := timelines(t, db, podUIDs(kept))
 	workEvents := countRows(t, url, `SELECT count(*) FROM events WHERE pod_uid = ANY($1)`, podUIDs(work))
+	if n, err := db.WarmComparisons(ctx); err != nil || n != 2 {
+		t.Fatalf("WarmComparisons: %d built, %v; want both experiments' comparisons stored", n, err)
+	}
 
 	if err := db.DeleteExperiment(ctx, "day20"); err != nil {
 		t.Fatal(err)
@@ -362,6 +366,14 @@ func TestDeleteExperiment(t *testing.T) {
 	}
 	if _, err := db.Experiment(ctx, "day20"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the deleted experiment: %v, want not found", err)
+	}
+	for _, table := range []string{"run_slices", "stored_comparisons"} {
+		if n := countRows(t, url, `SELECT count(*) FROM `+table+` WHERE experiment = 'day20'`); n != 0 {
+			t.Errorf("%d rows of the deleted experiment left in %s", n, table)
+		}
+		if n := countRows(t, url, `SELECT count(*) FROM `+table+` WHERE experiment = 'day21'`); n == 0 {
+			t.Errorf("the other experiment's rows in %s were deleted", table)
+		}
 	}
 	if diff := cmp.Diff(keptBefore, timelines(t, db, podUIDs(kept))); diff != "" {
 		t.Errorf("the other experiment changed (-before +after):\n%s", diff)
