@@ -70,17 +70,30 @@ vet:
 	$(GO) vet ./...
 	cd lab && $(GO) vet ./...
 
-# The scaling story (sizes × mixes against raw COPY and naive INSERT), then the lag, read,
-# memory and soak runs (docs/architecture.md#throughput, docs/operations.md#sizing). With BENCH_ARGS, one run with those flags.
+# The scaling story (sizes × mixes against raw COPY and naive INSERT, with each timed phase's CPU
+# profile), then the lag (10 k/s and 20 k/s), read, workload, memory (10 k and 50 k pods), soak
+# and UI render runs (docs/architecture.md#throughput, docs/operations.md#sizing); each run's
+# output is kept in $(BENCH_DIR) and the last step prints issue 27's table of figures beside
+# their goals from it. With BENCH_ARGS, one run with those flags.
+BENCH_DIR ?= bin/bench
+# bench-run NAME, FLAGS: one run, its output shown and kept in $(BENCH_DIR)/NAME.txt; a failed run
+# fails the target.
+bench-run = bin/schedlens-bench $(2) > $(BENCH_DIR)/$(1).txt; s=$$?; cat $(BENCH_DIR)/$(1).txt; exit $$s
+
 bench:
 	$(GO) build -o bin/schedlens-bench ./cmd/schedlens-bench
 ifeq ($(strip $(BENCH_ARGS)),)
-	bin/schedlens-bench
-	bin/schedlens-bench -lag
-	bin/schedlens-bench -reads
-	bin/schedlens-bench -workloads
-	bin/schedlens-bench -memory
-	bin/schedlens-bench -soak
+	rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)
+	$(call bench-run,throughput,-json -cpu-profile $(BENCH_DIR)/cpu)
+	$(call bench-run,lag-10k,-lag -json)
+	$(call bench-run,lag,-lag -lag-rate 20000 -json)
+	$(call bench-run,reads,-reads -json)
+	$(call bench-run,workloads,-workloads -json)
+	$(call bench-run,memory-10000,-memory -memory-pods 10000 -json)
+	$(call bench-run,memory-50000,-memory -memory-pods 50000 -json)
+	$(call bench-run,soak,-soak -json)
+	$(GO) test ./internal/ui -run 'TestThousandPodRunRender$$' -count=1 -v > $(BENCH_DIR)/ui.txt; s=$$?; cat $(BENCH_DIR)/ui.txt; exit $$s
+	bin/schedlens-bench -table $(BENCH_DIR)
 else
 	bin/schedlens-bench $(BENCH_ARGS)
 endif

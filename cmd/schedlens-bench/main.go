@@ -97,7 +97,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var ro readOptions
 	var wo workloadOptions
 	var so soakOptions
+	var to tableOptions
 	fs := config.New("schedlens-bench", getenv, stderr)
+	to.define(fs)
 	ro.define(fs)
 	wo.define(fs)
 	so.define(fs)
@@ -121,6 +123,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return config.Usagef("unexpected arguments %q", fs.Args())
+	}
+	if to.dir != "" {
+		return runTable(to.dir, stdout)
 	}
 	if err := o.check(); err != nil {
 		return err

@@ -511,13 +511,13 @@ func (r readReport) print(w io.Writer) {
 	f := r.Fill
 	fmt.Fprintf(w, "schedlens-bench -reads: experiment %s, %d runs, %d pods, %d request results (%d events stored in %.1f s, %.0f events/s)\n",
 		f.Experiment, f.Runs, f.Pods, f.Requests, f.Events, f.Seconds, f.PerSecond)
-	fmt.Fprintf(w, "  %-20s %11s %5s %10s %10s %14s\n", "GET", "first", "n", "p50", "p95", "target p95")
+	fmt.Fprintf(w, "  %-26s %11s %5s %10s %10s %14s\n", "GET", "first", "n", "p50", "p95", "target p95")
 	for _, g := range r.Figures {
 		mark := "ok"
 		if g.P95MS >= g.TargetMS {
 			mark = "MISSED"
 		}
-		fmt.Fprintf(w, "  %-20s %8.1f ms %5d %7.1f ms %7.1f ms %8.0f ms  %s\n", g.Endpoint, g.FirstMS, g.N, g.P50MS, g.P95MS, g.TargetMS, mark)
+		fmt.Fprintf(w, "  %-26s %8.1f ms %5d %7.1f ms %7.1f ms %8.0f ms  %s\n", g.Endpoint, g.FirstMS, g.N, g.P50MS, g.P95MS, g.TargetMS, mark)
 	}
 	by := map[string]readFigure{}
 	for _, g := range r.Figures {
