@@ -157,7 +157,7 @@ func runReads(ctx context.Context, pg *pgServer, ro readOptions, asJSON bool, st
 	// As the correlator does after a run (-comparison-warm-interval): the experiment's comparison
 	// computed from everything stored, and stored.
 	warmStart := time.Now()
-	if _, err := db.WarmComparisons(ctx); err != nil {
+	if _, err := db.WarmComparisons(ctx, false); err != nil {
 		return err
 	}
 	warmed := time.Since(warmStart)

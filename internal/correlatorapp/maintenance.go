@@ -123,15 +123,16 @@ func Maintain(ctx context.Context, o Options) (store.MaintainResult, error) {
 	return db.Maintain(ctx, o.Retention, time.Now())
 }
 
-// warmEvery brings every experiment's stored default comparison up to date now and every
-// interval until ctx ends (store.WarmComparisons: only experiments whose stored state changed
-// are built again). Several correlators may each do it: the result is the same row.
+// warmEvery brings every experiment's stored default comparison up to date every interval until
+// ctx ends (store.WarmComparisons: only experiments whose stored state changed, and only once
+// it held still for an interval, so that a run being stored does not take the correlator's CPU
+// from storing). Several correlators may each do it: the result is the same row.
 func warmEvery(ctx context.Context, db *store.DB, interval time.Duration, m *maintenanceMetrics, logger *slog.Logger) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		start := time.Now()
-		n, err := db.WarmComparisons(ctx)
+		n, err := db.WarmComparisons(ctx, true)
 		switch {
 		case ctx.Err() != nil:
 			return nil

@@ -46,6 +46,7 @@ type DB struct {
 	comparisons   capped[string, compare.Comparison]         // Comparison by everything it read (comparison.go)
 	direct        bool                                       // WithoutReadCache
 	stats         storedStats                                // where comparisons and run slices came from (stored.go)
+	warmSeen      map[string]string                          // each experiment's runs' fingerprints at the last WarmComparisons (one caller at a time)
 }
 
 // Option configures a DB.

@@ -349,7 +349,7 @@ func TestDeleteExperiment(t *testing.T) {
 	}
 	keptBefore := timelines(t, db, podUIDs(kept))
 	workEvents := countRows(t, url, `SELECT count(*) FROM events WHERE pod_uid = ANY($1)`, podUIDs(work))
-	if n, err := db.WarmComparisons(ctx); err != nil || n != 2 {
+	if n, err := db.WarmComparisons(ctx, false); err != nil || n != 2 {
 		t.Fatalf("WarmComparisons: %d built, %v; want both experiments' comparisons stored", n, err)
 	}
 

@@ -59,10 +59,10 @@ func TestStoredComparisonServesAFreshProcess(t *testing.T) {
 	}
 
 	want := direct("first part")
-	if n, err := first.WarmComparisons(ctx); err != nil || n != 1 {
+	if n, err := first.WarmComparisons(ctx, false); err != nil || n != 1 {
 		t.Fatalf("WarmComparisons = %d, %v; want 1 built", n, err)
 	}
-	if n, err := first.WarmComparisons(ctx); err != nil || n != 0 {
+	if n, err := first.WarmComparisons(ctx, false); err != nil || n != 0 {
 		t.Fatalf("WarmComparisons again = %d, %v; want 0 built (nothing changed)", n, err)
 	}
 	runs := first.StoredStats().SlicesComputed
@@ -111,7 +111,7 @@ func TestStoredComparisonServesAFreshProcess(t *testing.T) {
 		t.Fatalf("one run rewritten: comparison differs from the direct build\nserved %s\ndirect %s", got, want)
 	}
 	stats("one run rewritten", one, store.StoredStats{SlicesComputed: 1, SlicesLoaded: runs - 1, Built: 1})
-	if n, err := first.WarmComparisons(ctx); err != nil || n != 0 {
+	if n, err := first.WarmComparisons(ctx, false); err != nil || n != 0 {
 		t.Errorf("WarmComparisons after another process stored the same state = %d, %v; want 0 built", n, err)
 	}
 
@@ -160,4 +160,29 @@ func TestStoredComparisonServesAFreshProcess(t *testing.T) {
 			t.Errorf("after maintenance, %s: %d, want %d", q, n, want)
 		}
 	}
+}
+
+// TestWarmComparisonsWaitsForQuiet: as the correlator calls it (onlyQuiet), WarmComparisons
+// builds an experiment only when its runs held still since the previous call — not on first
+// sight, not while batches keep arriving — and then once.
+func TestWarmComparisonsWaitsForQuiet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.DB(t)
+	cfg := eventgen.Default()
+	cfg.Runs = 3
+	envs := eventgen.Generate(cfg)
+	half := len(envs) / 2
+	ingestInBatches(t, db, envs[:half], 200)
+	warm := func(stage string, want int) {
+		t.Helper()
+		if n, err := db.WarmComparisons(ctx, true); err != nil || n != want {
+			t.Fatalf("%s: WarmComparisons built %d (%v), want %d", stage, n, err, want)
+		}
+	}
+	warm("first sight", 0)
+	ingestInBatches(t, db, envs[half:], 200)
+	warm("changed since", 0)
+	warm("held still", 1)
+	warm("already stored", 0)
 }
