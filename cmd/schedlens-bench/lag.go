@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -166,10 +168,14 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	ccfg := correlator.DefaultConfig() // the correlator's own defaults: the lag a deployment sees
 	consumer := "schedlens-bench-lag-" + runID
-	corr, err := startChild(childCorrelator, []string{
+	childArgs := []string{
 		"-nats-url", natsURL, "-database-url", dbURL, "-consumer", consumer,
 		"-stream-max-bytes", fmt.Sprint(sc.MaxBytes), "-log-level", o.log.Level,
-	}, nil, stderr)
+	}
+	if o.cpuProfile != "" {
+		childArgs = append(childArgs, "-cpu-profile", o.cpuProfile+"-lag-correlator.pprof")
+	}
+	corr, err := startChild(childCorrelator, childArgs, nil, stderr)
 	if err != nil {
 		return err
 	}
@@ -620,10 +626,23 @@ func runCorrelatorChild(ctx context.Context, args []string, _, stderr io.Writer)
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "")
 	fs.StringVar(&o.Correlator.Consumer, "consumer", "", "")
 	fs.Int64Var(&o.Stream.MaxBytes, "stream-max-bytes", 0, "")
+	var profile string
+	fs.StringVar(&profile, "cpu-profile", "", "")
 	logger, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	o.Logger = logger
+	if profile != "" { // the correlator's whole life: the window and the drain after it
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return correlatorapp.Run(ctx, o)
 }

@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.natsURL, "nats-url", envNATSURL, "", "external NATS server with JetStream (default: an in-process server in a temp dir per measurement); its SCHEDLENS stream must be empty and unconsumed")
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
-	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof")
+	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof; with -lag, the correlator child's to this path + -lag-correlator.pprof")
 	o.log.Define(fs)
 	o.lag.define(fs)
 	o.memory.define(fs)
