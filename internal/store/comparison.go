@@ -31,8 +31,8 @@ import (
 // event with ON CONFLICT DO UPDATE, which writes a new row version even when no value
 // changes), and every table a run slice reads besides the events is written in that same
 // transaction (pod_latency, pod_gpu_util, pod_event_series). The pod_timeline view also reads
-// scope_watches, end_reasons and the inventories, which belong to no pod: they are part of every
-// run's fingerprint (sharedFingerprint). A run slice is therefore reused only for exactly the stored state it was
+// end_reasons, and for pods not ended scope_watches and the inventories, which belong to no pod:
+// they are part of the fingerprint of every run that reads them (sharedFingerprint). A run slice is therefore reused only for exactly the stored state it was
 // read from, and the comparison it gives is the one reading everything gives
 // (TestComparisonInputCachedEqualsDirect).
 
@@ -97,28 +97,35 @@ func (c *runCache) put(k runSliceKey, s *runSlice) {
 	c.pods += len(s.pods)
 }
 
-// sharedFingerprint is the part of every run's fingerprint that belongs to no pod: the scope
-// watches and end causes (their row versions), and the inventories — what an inventory proves is
-// read through pod_timeline, not written into the pods it lists or ends (migration 00011), so it
-// changes no pod row. Inventories (and their inventory_pods, stored in the same transaction) are
-// only ever inserted, or truncated with every projection by a rebuild: their count changes with
-// each one stored.
+// sharedFingerprint is the part of a run's fingerprint that belongs to no pod, in two columns.
+// The first is what pod_timeline reads only for a pod not ended by an observed event that has a
+// scope (ended_at IS NULL AND scope_key IS NOT NULL): the scope watches (their row versions: a
+// collector's heartbeat rewrites its watch's row every few seconds) and the inventories — what
+// an inventory proves is read through pod_timeline, not written into the pods it lists or ends
+// (migration 00011), so it changes no pod row; inventories (and their inventory_pods, stored in
+// the same transaction) are only ever inserted, or truncated with every projection by a
+// rebuild: their count changes with each one stored. The second, the end causes' row versions,
+// every pod's end reason reads. So a run whose pods have all ended — a finished run — keeps its
+// fingerprint through heartbeats and inventories, and its stored slice and comparison with it.
 const sharedFingerprint = `
 SELECT md5(COALESCE((SELECT string_agg(cluster || '/' || scope_key || '/' || since::text || ':' || xmin::text, ',' ORDER BY cluster, scope_key, since)
                      FROM scope_watches), '')
-           || '|' || COALESCE((SELECT string_agg(rank::text || ':' || xmin::text, ',' ORDER BY rank) FROM end_reasons), '')
-           || '|' || (SELECT count(*) FROM inventories)::text)`
+           || '|' || (SELECT count(*) FROM inventories)::text),
+       md5(COALESCE((SELECT string_agg(rank::text || ':' || xmin::text, ',' ORDER BY rank) FROM end_reasons), ''))`
 
-// runFingerprints is each run's pod rows with their row versions.
+// runFingerprints is each run's pod rows with their row versions, and whether any of its pods
+// reads the scope watches and inventories (sharedFingerprint).
 const runFingerprints = `
-SELECT COALESCE(exp_run, ''), md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
+SELECT COALESCE(exp_run, ''), md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid)),
+       bool_or(ended_at IS NULL AND scope_key IS NOT NULL)
 FROM pods WHERE exp_name = $1 AND ($2 = '' OR namespace = $2)
 GROUP BY 1`
 
-// readFingerprints is each run's fingerprint (runFingerprints with sharedFingerprint) inside tx.
+// readFingerprints is each run's fingerprint (runFingerprints with the parts of
+// sharedFingerprint its pods read) inside tx.
 func readFingerprints(ctx context.Context, tx pgx.Tx, name, namespace string) (map[string]string, error) {
-	var shared string
-	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
+	var open, ends string
+	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&open, &ends); err != nil {
 		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
 	}
 	rows, err := tx.Query(ctx, runFingerprints, name, namespace)
@@ -127,13 +134,23 @@ func readFingerprints(ctx context.Context, tx pgx.Tx, name, namespace string) (m
 	}
 	fps := map[string]string{}
 	var run, fp string
-	if _, err := pgx.ForEachRow(rows, []any{&run, &fp}, func() error {
-		fps[run] = shared + fp
+	var reads bool
+	if _, err := pgx.ForEachRow(rows, []any{&run, &fp, &reads}, func() error {
+		fps[run] = sharedPart(open, ends, reads) + fp
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("read fingerprints of %s: %w", name, err)
 	}
 	return fps, nil
+}
+
+// sharedPart is the part of sharedFingerprint a run's (or pod set's) fingerprint holds: the end
+// causes always, the scope watches and inventories when one of its pods reads them.
+func sharedPart(open, ends string, readsOpen bool) string {
+	if readsOpen {
+		return "open " + open + " " + ends + " "
+	}
+	return "ended " + ends + " "
 }
 
 // comparisonRuns returns the run slices of an experiment's pods in namespace, all in one
@@ -374,19 +391,20 @@ type interruptionEntry struct {
 // did not change since it was computed.
 func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	var fp *string
+	var reads *bool
 	if err := tx.QueryRow(ctx, `
-		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid))
-		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp); err != nil {
+		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid)), bool_or(ended_at IS NULL AND scope_key IS NOT NULL)
+		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp, &reads); err != nil {
 		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
 	}
-	// The run's interruptions read pod_timeline, which also reads the scope watches and the
-	// inventories: their part of the fingerprint too.
-	var shared string
-	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&shared); err != nil {
+	// The run's interruptions read pod_timeline, which also reads the end causes and, for pods
+	// not ended, the scope watches and the inventories: their part of the fingerprint too.
+	var open, ends string
+	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&open, &ends); err != nil {
 		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
 	}
 	if fp != nil {
-		*fp += "|" + shared
+		*fp = sharedPart(open, ends, reads != nil && *reads) + *fp
 	}
 	k := interruptionKey{experiment, namespace, run, minGap}
 	if e, ok := db.interruptions.get(k); ok && e.fingerprint == deref(fp) {

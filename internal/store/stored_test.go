@@ -26,6 +26,7 @@ func TestStoredComparisonServesAFreshProcess(t *testing.T) {
 	first := pgtest.Open(t, url)
 	cfg := eventgen.Default()
 	cfg.Runs = 5
+	cfg.OversizedRuns = 1 // each run's never-scheduled pod is deleted a run later: finished runs end every pod
 	envs := eventgen.Generate(cfg)
 	// The last run stored last: the first part holds four whole runs and part of the fifth.
 	cut := len(envs) * 9 / 10
@@ -114,6 +115,22 @@ func TestStoredComparisonServesAFreshProcess(t *testing.T) {
 	if n, err := first.WarmComparisons(ctx, false); err != nil || n != 0 {
 		t.Errorf("WarmComparisons after another process stored the same state = %d, %v; want 0 built", n, err)
 	}
+
+	// A collector's heartbeat rewrites its scope watch's row: only the runs with a pod not ended
+	// read it (pod_timeline); the finished runs keep their stored slices.
+	if n, err := first.Exec(ctx, `UPDATE scope_watches SET live_until = live_until + interval '1 second'`); err != nil || n == 0 {
+		t.Fatalf("heartbeat: %d watches, %v", n, err)
+	}
+	open := int64(countRows(t, url, `SELECT count(DISTINCT COALESCE(exp_run, '')) FROM pods WHERE exp_name = 'day20' AND ended_at IS NULL AND scope_key IS NOT NULL`))
+	if open == 0 || open >= runs {
+		t.Fatalf("%d of %d runs have a pod not ended: the check needs some of each", open, runs)
+	}
+	want = direct("after a heartbeat")
+	beat := pgtest.Open(t, url)
+	if got := serve("after a heartbeat", beat); got != want {
+		t.Fatalf("after a heartbeat: comparison differs from the direct build\nserved %s\ndirect %s", got, want)
+	}
+	stats("after a heartbeat", beat, store.StoredStats{SlicesComputed: open, SlicesLoaded: runs - open, Built: 1})
 
 	// What a fresh process serves is the stored row: a body changed by hand (its key unchanged)
 	// is served as it is.
