@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: float64(idle), Logger: logger,
+		return apiapp.Run(ctx, apiapp.Options{HTTPAddr: httpAddr, DatabaseURL: databaseURL, IdleThreshold: new(float64(idle)), Logger: logger,
 			Auth: a, AuthMetrics: authFlags.Metrics, InsecureNoAuth: authFlags.Insecure, TLS: tlsFiles, WorkloadMetricsInterval: workloadMetrics})
 	}
 	db, err := store.Open(ctx, databaseURL, logger, store.WithIdleThreshold(float64(idle)))

@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("-gpu-idle-threshold must be in 0..100")
 	}
-	o.IdleThreshold = float64(idle)
+	o.IdleThreshold = new(float64(idle))
 	logger, err := proc.Start(stderr, "correlator", getenv)
 	if err != nil {
 		fs.Usage()

@@ -64,6 +64,15 @@ func LatencyQuantile(hist map[int32]int64, q float64) (float64, bool) {
 // as idle.
 const IdleUtilThreshold = 5
 
+// IdleThresholdOr is *t, or IdleUtilThreshold when t is nil (an option left unset: 0 is a
+// threshold of its own, under which no GPU time counts as idle).
+func IdleThresholdOr(t *float64) float64 {
+	if t == nil {
+		return IdleUtilThreshold
+	}
+	return *t
+}
+
 // GPUUtil reads a sample's utilisation in percent: DCGM_FI_DEV_GPU_UTIL, or on MIG instances
 // (where dcgm-exporter has no GPU_UTIL) DCGM_FI_PROF_GR_ENGINE_ACTIVE × 100.
 func GPUUtil(m map[string]float64) (float64, bool) {

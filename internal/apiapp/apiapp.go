@@ -28,8 +28,8 @@ type Options struct {
 	HTTPAddr    string // "127.0.0.1:0" picks a port
 	DatabaseURL string
 	// IdleThreshold is the GPU utilisation (percent) under which allocated GPU time counts as
-	// idle (0: align.IdleUtilThreshold).
-	IdleThreshold float64
+	// idle (nil: align.IdleUtilThreshold; 0 is a threshold: no GPU time counts as idle).
+	IdleThreshold *float64
 	Logger        *slog.Logger
 	// Registry receives the metrics (nil: a new one with the Go and process collectors).
 	Registry *prometheus.Registry
@@ -55,9 +55,6 @@ func Run(ctx context.Context, o Options) error {
 		o.Registry = prometheus.NewRegistry()
 		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	if o.IdleThreshold == 0 {
-		o.IdleThreshold = align.IdleUtilThreshold
-	}
 	// Refuse an unauthenticated non-loopback address before connecting to anything.
 	if err := auth.CheckBind("api", o.HTTPAddr, o.Auth != nil, o.InsecureNoAuth); err != nil {
 		return err
@@ -66,7 +63,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(o.IdleThreshold))
+	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(align.IdleThresholdOr(o.IdleThreshold)))
 	if err != nil {
 		return err
 	}

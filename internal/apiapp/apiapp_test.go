@@ -8,13 +8,17 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedlens/schedlens/internal/apiapp"
 	"github.com/schedlens/schedlens/internal/auth"
+	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/pipetest"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -161,5 +165,46 @@ func TestAPIOnAReadOnlyRole(t *testing.T) {
 	}
 	if code, _ := do(t, "GET", base+"/v1/experiments/day1", "", ""); code != 404 {
 		t.Errorf("after the refused PUT the experiment is %d, want 404 (nothing stored)", code)
+	}
+}
+
+// -gpu-idle-threshold 0 is a threshold (no GPU time counts as idle), not "the default": an
+// api given 0 counts no idle GPU seconds, one given nothing counts them under
+// align.IdleUtilThreshold (eventgen's GPUs idle at 0–3 % until their model is Ready).
+func TestIdleThresholdZeroIsAThreshold(t *testing.T) {
+	p := pipetest.Start(t)
+	cfg := eventgen.Default()
+	cfg.Runs, cfg.PodsPerArm = 1, 2
+	p.Publish(eventgen.Generate(cfg))
+	idleRuns := regexp.MustCompile(`"gpu_idle_s","unit":"s",[^}]*?"runs":\[([0-9.,]*)\]`)
+	idle := func(threshold *float64) (sum float64) {
+		base := start(t, apiapp.Options{DatabaseURL: p.URL, IdleThreshold: threshold, InsecureNoAuth: true})
+		code, body := do(t, http.MethodGet, base+"/v1/experiments/day20/comparison", "", "")
+		if code != http.StatusOK {
+			t.Fatalf("comparison: %d %s", code, body)
+		}
+		arms := idleRuns.FindAllStringSubmatch(body, -1)
+		if len(arms) == 0 {
+			t.Fatalf("the comparison has no gpu_idle_s:\n%.600s", body)
+		}
+		for _, m := range arms {
+			for v := range strings.SplitSeq(m[1], ",") {
+				if v == "" {
+					continue
+				}
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum += f
+			}
+		}
+		return sum
+	}
+	if got := idle(nil); got <= 0 {
+		t.Errorf("default threshold: %g idle GPU seconds over the arms' runs, want some", got)
+	}
+	if got := idle(new(0.0)); got != 0 {
+		t.Errorf("threshold 0: %g idle GPU seconds, want none", got)
 	}
 }

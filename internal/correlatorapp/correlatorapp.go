@@ -61,8 +61,9 @@ type Options struct {
 	WarmInterval time.Duration
 	// IdleThreshold is the GPU utilisation (percent) under which allocated GPU time counts as
 	// idle in the comparisons it stores: the api's (-gpu-idle-threshold), or an api replica
-	// computes its own (zero: align.IdleUtilThreshold).
-	IdleThreshold float64
+	// computes its own (nil: align.IdleUtilThreshold; 0 is a threshold: no GPU time counts as
+	// idle).
+	IdleThreshold *float64
 }
 
 // DefaultDatabaseRetryMax is the longest wait between two attempts to reach the database.
@@ -90,13 +91,10 @@ func (o *Options) defaults() {
 	if o.WarmInterval == 0 {
 		o.WarmInterval = DefaultWarmInterval
 	}
-	if o.IdleThreshold == 0 {
-		o.IdleThreshold = align.IdleUtilThreshold
-	}
 }
 
 func (o Options) open(ctx context.Context) (*store.DB, error) {
-	return store.Open(ctx, o.DatabaseURL, o.Logger, store.WithLabelKeys(o.Labels), store.WithIdleThreshold(o.IdleThreshold))
+	return store.Open(ctx, o.DatabaseURL, o.Logger, store.WithLabelKeys(o.Labels), store.WithIdleThreshold(align.IdleThresholdOr(o.IdleThreshold)))
 }
 
 // Migrate applies the schema's pending migrations.
