@@ -24,7 +24,7 @@ func TestMemorySmoke(t *testing.T) {
 	out := smoke(t, 3*time.Minute, "-memory", "-memory-pods", "200")
 	for _, want := range []string{
 		"with 200 pods in scope", "listed and published ", "collector RSS (VmRSS) when ready ", "peak (VmHWM) ",
-		"after a GC ", "(target ≤ 100.0 MB with 10k pods)",
+		"after a GC ", "(target: peak ≤ 100.0 MB with 200 pods; 100 MB at 10k, 350 MB at 50k)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,8 +159,8 @@ func (c *Collector) onClaim(old, obj any) {
 			if err != nil || !ok {
 				continue
 			}
-			if pod, ok := obj.(*corev1.Pod); ok && pod.UID == ref.UID {
-				if _, env, ok := c.podEnvelope(sw, pod, false); ok {
+			if uid, ok := kube.PodUID(obj); ok && uid == ref.UID {
+				if _, env, ok := c.podEnvelope(sw, obj, false); ok {
 					c.pub.Offer(env)
 				}
 			}

@@ -40,7 +40,7 @@ func (c *Collector) node(name string) *corev1.Node {
 // podEnvelope converts an informer's object into its pod_status envelope; false for an object
 // that is not a pod or does not convert (counted as a conversion error).
 func (c *Collector) podEnvelope(sw *scopeWatch, obj any, deleted bool) (*corev1.Pod, *events.Envelope, bool) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := kube.PodOf(obj)
 	if !ok {
 		return nil, nil, false
 	}
@@ -56,7 +56,7 @@ func (c *Collector) onPod(sw *scopeWatch, obj any, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		// The pod vanished during a relist: its deletion was not seen. An inventory ends it in
 		// the correlator, bounded by when it was last seen.
-		if pod, ok := tomb.Obj.(*corev1.Pod); ok {
+		if pod, ok := kube.PodOf(tomb.Obj); ok {
 			c.mu.Lock()
 			c.known[pod.UID] = c.cfg.Clock()
 			c.mu.Unlock()
@@ -245,8 +245,8 @@ func (c *Collector) PodUID(namespace, name string) (string, bool) {
 		}
 		obj, ok, err := sw.pods.GetStore().GetByKey(namespace + "/" + name)
 		if err == nil && ok {
-			if p, ok := obj.(*corev1.Pod); ok {
-				return string(p.UID), true
+			if uid, ok := kube.PodUID(obj); ok {
+				return string(uid), true
 			}
 		}
 	}

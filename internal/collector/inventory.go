@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedlens/schedlens/internal/events"
@@ -140,8 +139,8 @@ func (c *Collector) inventory(ctx context.Context, sw *scopeWatch) error {
 	sw.liveMu.Unlock()
 	var uids []string
 	for _, obj := range sw.pods.GetStore().List() {
-		if pod, ok := obj.(*corev1.Pod); ok {
-			uids = append(uids, string(pod.UID))
+		if uid, ok := kube.PodUID(obj); ok {
+			uids = append(uids, string(uid))
 		}
 	}
 	// A scope too large for one message is published in parts (kube.InventoryEnvelopes); the

@@ -24,6 +24,7 @@ type Transformer struct {
 	affinity    *shared[*corev1.Affinity]
 	tolerations *shared[[]corev1.Toleration]
 	containers  *shared[[]corev1.Container]
+	specs       *shared[*corev1.PodSpec] // whole pod specs, node name left out (CachedPod)
 }
 
 // NewTransformer returns a Transformer holding no shared value yet.
@@ -34,6 +35,7 @@ func NewTransformer() *Transformer {
 		affinity:    newShared[*corev1.Affinity](),
 		tolerations: newShared[[]corev1.Toleration](),
 		containers:  newShared[[]corev1.Container](),
+		specs:       newShared[*corev1.PodSpec](),
 	}
 }
 
@@ -44,22 +46,27 @@ func NewTransformer() *Transformer {
 // config, the pod security context, readiness gates, topology spread constraints and
 // overhead (scheduling gates keep their names; resource claims and their statuses stay whole,
 // they are small); containers and init containers keep only name, resources
-// and restartPolicy (which sidecar accounting needs); the status loses hostIPs and podIPs (hostIP
-// and podIP stay), its message, init and ephemeral container statuses; conditions keep
-// type, status, reason and lastTransitionTime, container statuses name, ready, restartCount and
-// state, each in a slice of the exact length. The strings every pod of an experiment repeats
-// (namespace, labels, node, owner, condition types, container names) are interned, and the
+// and restartPolicy (which sidecar accounting needs); of the status only phase, reason,
+// nominatedNodeName, hostIP, podIP, qosClass, startTime, observedGeneration, the resource claim
+// statuses, conditions (type, status, reason and lastTransitionTime) and container statuses
+// (name, ready, restartCount and state) stay. The strings every pod of an experiment repeats
+// (namespace, labels, node, owner, phase, condition types, container names) are interned, and the
 // values its pods repeat whole (label set, owner, node selector, affinity, tolerations,
-// containers) are held once by t and shared by the pods (see shared). Nodes
+// containers, and the whole spec but for the node name) are held once by t and shared by the
+// pods (see shared). A pod is returned as a *CachedPod, which holds only what is kept (its Pod
+// method rebuilds the corev1.Pod); every other object as the type it came as. Nodes
 // lose status.images, volumesAttached and volumesInUse; ResourceClaims their drivers'
 // per-device status; Deployments, ReplicaSets and StatefulSets
 // their pod template (the pods themselves are watched). Everything the conversions read is kept
 // (TestTransformKeepsConversions), and values that are not Kubernetes objects
-// (cache.DeletedFinalStateUnknown included) pass through untouched. With 10,000 pods in the cache
+// (cache.DeletedFinalStateUnknown included) and pods already transformed pass through untouched. With 10,000 pods in the cache
 // the collector's memory is mostly these objects (docs/architecture.md#memory).
 func (t *Transformer) Transform(obj any) (any, error) {
 	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
 		return obj, nil
+	}
+	if _, done := obj.(*CachedPod); done {
+		return obj, nil // client-go may hand a cached object back (its transform must allow it)
 	}
 	accessor, err := meta.Accessor(obj)
 	if err != nil {
@@ -78,6 +85,7 @@ func (t *Transformer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		t.trimPod(o)
+		return t.cachePod(o), nil
 	case *appsv1.Deployment:
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *appsv1.ReplicaSet:
@@ -138,6 +146,8 @@ func (t *Transformer) trimPod(pod *corev1.Pod) {
 	st.PodIPs = nil
 	st.InitContainerStatuses = nil
 	st.EphemeralContainerStatuses = nil
+	st.Phase = corev1.PodPhase(intern(string(st.Phase)))
+	st.QOSClass = corev1.PodQOSClass(intern(string(st.QOSClass)))
 	st.HostIP = intern(st.HostIP)
 	st.Message = ""
 	st.Conditions = slim(st.Conditions, func(c corev1.PodCondition) corev1.PodCondition {

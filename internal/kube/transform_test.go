@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,24 @@ func transformed[T any](t *testing.T, tr *kube.Transformer, obj T) T {
 		t.Fatal(err)
 	}
 	return out.(T)
+}
+
+// transformedPod is pod through tr (a Transformer of its own when nil): the CachedPod the
+// informer would hold, rebuilt into the corev1.Pod the conversions read.
+func transformedPod(t *testing.T, tr *kube.Transformer, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	if tr == nil {
+		tr = kube.NewTransformer()
+	}
+	out, err := tr.Transform(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, ok := out.(*kube.CachedPod)
+	if !ok {
+		t.Fatalf("Transform(pod) = %T, want *kube.CachedPod", out)
+	}
+	return cached.Pod()
 }
 
 // TestTransformKeepsConversions converts every recorded and derived object before and after
@@ -61,7 +80,7 @@ func TestTransformKeepsConversions(t *testing.T) {
 		pods = append(pods, &pod)
 	}
 	for _, pod := range pods {
-		slim := transformed(t, tr, pod.DeepCopy())
+		slim := transformedPod(t, tr, pod.DeepCopy())
 		if diff := cmp.Diff(kube.PodStatusDRA(pod, nodeOf(pod, before), dra), kube.PodStatusDRA(slim, nodeOf(slim, after), dra)); diff != "" {
 			t.Errorf("pod %s rv %s: PodStatus changed by Transform (-before +after):\n%s", pod.Name, pod.ResourceVersion, diff)
 		}
@@ -102,12 +121,12 @@ func TestTransformDrops(t *testing.T) {
 		if len(pod.ManagedFields) == 0 {
 			t.Fatal("the recorded pod has no managedFields to drop")
 		}
-		if got := transformed(t, nil, pod).ManagedFields; got != nil {
+		if got := transformedPod(t, nil, pod).ManagedFields; got != nil {
 			t.Errorf("managedFields = %v, want none", got)
 		}
 	})
 	t.Run("derived pod", func(t *testing.T) {
-		pod := transformed(t, nil, derivedPods(t)["day20-rich-1"].DeepCopy())
+		pod := transformedPod(t, nil, derivedPods(t)["day20-rich-1"].DeepCopy())
 		spec := pod.Spec
 		model := spec.Containers[0]
 		got := map[string]any{
@@ -204,7 +223,7 @@ func TestTransformShares(t *testing.T) {
 		if edit != nil {
 			edit(p)
 		}
-		return transformed(t, tr, p)
+		return transformedPod(t, tr, p)
 	}
 	// shares names the values b holds the very copy of a's, and b's own ones.
 	shares := func(a, b *corev1.Pod) (shared, own []string) {
@@ -254,5 +273,55 @@ func TestTransformShares(t *testing.T) {
 	newImage := replica("share-d", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example/other:2" })
 	if shared, _ := shares(a, newImage); !slices.Contains(shared, "containers") {
 		t.Error("containers that differ only in what the transform drops (the image) are not shared")
+	}
+}
+
+// The informer caches a pod as a CachedPod: replicas on different nodes share one spec and keep
+// their own node; a pod whose spec differs in anything kept (a StatefulSet pod's hostname) has
+// its own; a cached pod passes through Transform again untouched, and its copy rebuilds the
+// same pod.
+func TestCachedPod(t *testing.T) {
+	tr := kube.NewTransformer()
+	recorded := recordedPods(t)["day20-affinity-1"]
+	replica := func(name, node string, edit func(*corev1.Pod)) *kube.CachedPod {
+		p := recorded.DeepCopy()
+		p.Name, p.UID, p.Spec.NodeName = name, "uid-"+types.UID(name), node
+		if edit != nil {
+			edit(p)
+		}
+		out, err := tr.Transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*kube.CachedPod)
+	}
+	a, b := replica("cached-a", "gpu-node-1", nil), replica("cached-b", "gpu-node-2", nil)
+	if kube.SpecOf(a) != kube.SpecOf(b) {
+		t.Error("two replicas on different nodes do not share their spec")
+	}
+	if got := kube.SpecOf(a).NodeName; got != "" {
+		t.Errorf("the shared spec holds node %q", got)
+	}
+	if a.Pod().Spec.NodeName != "gpu-node-1" || b.Pod().Spec.NodeName != "gpu-node-2" || b.NodeName() != "gpu-node-2" {
+		t.Errorf("nodes after the cache: %q, %q; want gpu-node-1, gpu-node-2", a.Pod().Spec.NodeName, b.Pod().Spec.NodeName)
+	}
+	own := replica("cached-c", "gpu-node-1", func(p *corev1.Pod) { p.Spec.Hostname = "cached-c" })
+	if kube.SpecOf(own) == kube.SpecOf(a) || own.Pod().Spec.Hostname != "cached-c" {
+		t.Error("a pod with a hostname of its own shares another pod's spec")
+	}
+
+	again, err := tr.Transform(a)
+	if err != nil || again != any(a) {
+		t.Errorf("Transform(cached pod) = %p, %v; want the same object", again, err)
+	}
+	cp := a.DeepCopyObject().(*kube.CachedPod)
+	if diff := cmp.Diff(a.Pod(), cp.Pod()); diff != "" {
+		t.Errorf("a copy rebuilds another pod (-original +copy):\n%s", diff)
+	}
+	if len(cp.Pod().Status.Conditions) == 0 || len(cp.Pod().Status.ContainerStatuses) == 0 {
+		t.Fatal("the recorded pod has no conditions or container statuses to compare")
+	}
+	if got, max := unsafe.Sizeof(kube.CachedPod{}), uintptr(480); got > max {
+		t.Errorf("a CachedPod is %d bytes, more than the %d its doc promises (a corev1.Pod is %d)", got, max, unsafe.Sizeof(corev1.Pod{}))
 	}
 }
