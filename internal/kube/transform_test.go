@@ -37,13 +37,7 @@ func transformed[T any](t *testing.T, tr *kube.Transformer, obj T) T {
 // informer would hold, rebuilt into the corev1.Pod the conversions read.
 func transformedPod(t *testing.T, tr *kube.Transformer, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	if tr == nil {
-		tr = kube.NewTransformer()
-	}
-	out, err := tr.Transform(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := transformed[any](t, tr, pod)
 	cached, ok := out.(*kube.CachedPod)
 	if !ok {
 		t.Fatalf("Transform(pod) = %T, want *kube.CachedPod", out)
