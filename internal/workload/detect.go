@@ -526,13 +526,11 @@ func (v *view) affected(d *report.Disruption, k events.WorkloadRef, pods []strin
 		a.Pods = []string{}
 	}
 	horizon := v.in.To
-	var windows []shortfall
-	for _, w := range shortfalls(v.ready[k], v.desired[k], d.Start, horizon) {
-		if d.End != nil && w.Start.After(*d.End) {
-			break // began after the disruption: someone else's
-		}
-		windows = append(windows, w)
+	var stop time.Time // a shortfall that begins after the disruption is someone else's
+	if d.End != nil {
+		stop = *d.End
 	}
+	windows := shortfalls(v.ready[k], v.desired[k], d.Start, horizon, stop)
 	a.Interruption.Windows = []align.Window{}
 	a.Interruption.FewestReady = a.Desired
 	recovered := timePtr(d.Start)

@@ -58,21 +58,28 @@ type shortfall struct {
 }
 
 // shortfalls are the times in [from, to] when ready was below desired (desired > 0), each with
-// the fewest Ready; a window still short at to is open.
-func shortfalls(ready, desired series, from, to time.Time) []shortfall {
-	times := []time.Time{from}
-	for _, s := range [][]step{ready.steps, desired.steps} {
-		for _, st := range s {
-			if st.at.After(from) && st.at.Before(to) {
-				times = append(times, st.at)
+// the fewest Ready; a window still short at to is open. With stop set, no window beginning after
+// stop is looked for (one under way then is followed to its end): a disruption's shortfalls are
+// read to its end, not to the end of the window (at 5,000 pods the scan to the window's end for
+// every disruption was most of the run page's detection).
+func shortfalls(ready, desired series, from, to, stop time.Time) []shortfall {
+	// The instants either series changes at in (from, to), merged in order: from first.
+	after := func(s series) int {
+		i, _ := slices.BinarySearchFunc(s.steps, from, func(st step, t time.Time) int {
+			if st.at.After(t) {
+				return 1
 			}
-		}
+			return -1
+		})
+		return i
 	}
-	slices.SortFunc(times, time.Time.Compare)
-	times = slices.CompactFunc(times, time.Time.Equal)
+	ri, di := after(ready), after(desired)
 	var out []shortfall
 	var cur *shortfall
-	for _, t := range times {
+	for t := from; ; {
+		if cur == nil && !stop.IsZero() && t.After(stop) {
+			return out
+		}
 		r, d := ready.at(t), desired.at(t)
 		short := d > 0 && r < d
 		switch {
@@ -91,6 +98,23 @@ func shortfalls(ready, desired series, from, to time.Time) []shortfall {
 			out = append(out, *cur)
 			cur = nil
 		}
+		for ri < len(ready.steps) && !ready.steps[ri].at.After(t) {
+			ri++
+		}
+		for di < len(desired.steps) && !desired.steps[di].at.After(t) {
+			di++
+		}
+		next := to
+		if ri < len(ready.steps) && ready.steps[ri].at.Before(next) {
+			next = ready.steps[ri].at
+		}
+		if di < len(desired.steps) && desired.steps[di].at.Before(next) {
+			next = desired.steps[di].at
+		}
+		if !next.Before(to) {
+			break
+		}
+		t = next
 	}
 	if cur != nil {
 		cur.End, cur.Seconds, cur.open = to, to.Sub(cur.Start).Seconds(), true

@@ -149,7 +149,7 @@ func BelowDesired(in Input, since time.Time) map[events.WorkloadRef]time.Time {
 	v := newView(in)
 	out := map[events.WorkloadRef]time.Time{}
 	for _, k := range v.workloads {
-		ws := shortfalls(v.ready[k], v.desired[k], since, in.To)
+		ws := shortfalls(v.ready[k], v.desired[k], since, in.To, time.Time{})
 		if n := len(ws); n > 0 && ws[n-1].open {
 			out[k] = ws[n-1].Start
 		}
