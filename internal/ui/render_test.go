@@ -69,6 +69,9 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 
 	// Scrolling through the chart draws every lane: the same pods as the table's rows.
 	lanes := eval[[]string](t, ctx, scrollLanes, chromedp.EvalAwaitPromise)
+	if inDOM := eval[int](t, ctx, `document.querySelectorAll('[data-pod-uid]').length`); inDOM > 10*runChunk {
+		t.Errorf("%d lanes in the DOM after scrolling through, want the few screens around the window", inDOM)
+	}
 	rows := eval[[]string](t, ctx, `[...document.querySelectorAll('#pods tbody tr')].map(r => r.dataset.rowUid)`)
 	checkLanes(t, "scrolled through", lanes, rows, load.count["all"], want)
 
@@ -78,11 +81,16 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 	}
 }
 
-// scrollLanes scrolls the page a half screen at a time, two frames each (ui.js draws on the
-// frame after a scroll), collecting the pod of every lane in the DOM.
+// runChunk is lanes.go's: lanes are drawn 50 at a time.
+const runChunk = 50
+
+// scrollLanes scrolls the page through the chart a screen at a time, two frames each (ui.js
+// draws the lanes within a screen of the window on the frame after a scroll), collecting the pod
+// of every lane in the DOM.
 const scrollLanes = `(async () => {
 	const seen = new Set();
-	for (let y = 0; y <= document.documentElement.scrollHeight; y += innerHeight / 2) {
+	const end = document.getElementById('timeline').getBoundingClientRect().bottom + scrollY;
+	for (let y = 0; y <= end; y += innerHeight) {
 		scrollTo(0, y);
 		await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 		document.querySelectorAll('[data-pod-uid]').forEach(l => seen.add(l.dataset.podUid));

@@ -1,20 +1,36 @@
 // schedlens web UI: the only script, hand-written, no build step. Every page works without it;
 // it adds live updates of a run page, in-place zoom and pan (buttons, wheel, drag, keys) and
 // auto-submits the filters. On a large run page it draws the lanes as they near the screen
-// (lanes.go leaves them inert after the chart) and builds the pods table once the page has
-// drawn. It also records when the page first drew with the lanes on screen (data-drawn-ms),
+// (lanes.go leaves them inert after the chart), takes them out again once they are far from it,
+// and builds the pods table once the page has drawn. It also records when the page first drew with the lanes on screen (data-drawn-ms),
 // which the browser test reads.
 (function () {
   "use strict";
 
+  // placeholders holds the placeholder of each chunk drawn here, to put back once it is far.
+  var placeholders = {};
   // drawChunk draws a chunk's lanes in place of its placeholder; it reports whether it did.
   function drawChunk(g) {
     var s = document.querySelector('script[type="text/x-schedlens-lanes"][data-lanes="' + g.dataset.lanes + '"]');
     if (!s || !g.hasAttribute("data-pending")) return false;
+    placeholders[g.dataset.lanes] = g.innerHTML;
     g.innerHTML = s.textContent;
     g.removeAttribute("data-pending");
-    s.remove();
     return true;
+  }
+  // undrawFar puts the placeholders back of the chunks drawn here that are more than far pixels
+  // off the screen (but the focused one), so the page holds a few screens of lanes at most.
+  function undrawFar(far) {
+    var h = window.innerHeight;
+    document.querySelectorAll("g.lane-chunk:not([data-pending])").forEach(function (g) {
+      var p = placeholders[g.dataset.lanes];
+      if (p === undefined || g.contains(document.activeElement)) return;
+      var r = g.getBoundingClientRect();
+      if (r.bottom < -far || r.top > h + far) {
+        g.innerHTML = p;
+        g.setAttribute("data-pending", "");
+      }
+    });
   }
   // drawNear draws the chunks within margin pixels of the screen (with draw false, it only
   // counts them).
@@ -61,7 +77,11 @@
   function onScroll() {
     if (nearing) return;
     nearing = true;
-    requestAnimationFrame(function () { nearing = false; drawNear(window.innerHeight); });
+    requestAnimationFrame(function () {
+      nearing = false;
+      drawNear(window.innerHeight);
+      undrawFar(3 * window.innerHeight);
+    });
   }
   window.addEventListener("scroll", onScroll, { passive: true });
   window.addEventListener("resize", onScroll);
@@ -98,6 +118,7 @@
       return r.text();
     }).then(function (html) {
       view().innerHTML = html;
+      placeholders = {};
       drawRest();
       if (lane) {
         var uid = lane.dataset.podUid;
