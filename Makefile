@@ -92,7 +92,7 @@ ifeq ($(strip $(BENCH_ARGS)),)
 	$(call bench-run,memory-10000,-memory -memory-pods 10000 -json)
 	$(call bench-run,memory-50000,-memory -memory-pods 50000 -json)
 	$(call bench-run,soak,-soak -json)
-	$(GO) test ./internal/ui -run 'TestThousandPodRunRender$$' -count=1 -v > $(BENCH_DIR)/ui.txt; s=$$?; cat $(BENCH_DIR)/ui.txt; exit $$s
+	$(GO) test ./internal/ui -run 'Test(Thousand|FiveThousand)PodRunRender$$' -count=1 -v > $(BENCH_DIR)/ui.txt; s=$$?; cat $(BENCH_DIR)/ui.txt; exit $$s
 	bin/schedlens-bench -table $(BENCH_DIR)
 else
 	bin/schedlens-bench $(BENCH_ARGS)

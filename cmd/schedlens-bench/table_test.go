@@ -40,7 +40,7 @@ func TestTable(t *testing.T) {
 	l.Rate, l.AckedRate, l.Lag.P99, l.Pending.KeptUp = 20000, 19950, 0.31, true
 	write("lag.txt", "schedlens-bench -lag …", l)
 	write("memory-10000.txt", "schedlens-bench -memory …", memoryReport10k{Collector: procMemory{RSS: 80e6, Peak: 96e6}})
-	ui := "=== RUN   TestThousandPodRunRender\n    render_test.go:39: 1,000-pod run (1036 lanes): DOM ready and lanes drawn 1712 ms after navigation start (median of 3: 1700 / 1712 / 1800 ms); page received by 300 ms\n"
+	ui := "=== RUN   TestThousandPodRunRender\n    render_test.go:39: 1,000-pod run (1251 lanes): DOM ready and lanes on screen drawn 1712 ms after navigation start (median of 3: 1700 / 1712 / 1800 ms); frame done by 1750 ms; page received by 300 ms; 50 lanes in the DOM at that frame\n"
 	if err := os.WriteFile(filepath.Join(dir, "ui.txt"), []byte(ui), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestTable(t *testing.T) {
 		"lag, collector publish → stored at 20 k/s offered", "p99 310 ms (19950/s acked, kept up)", "p99 < 250 ms at 20 k/s",
 		"collector memory, 10 k pods in scope", "peak 96 MB, settled 80 MB", "peak RSS ≤ 100 MB",
 		"collector memory, 50 k pods in scope", "memory-50000.txt: no such file",
-		"UI run page, 1,000 pods, headless chromium", "lanes drawn after 1712 ms (median of 3)", "< 1 s",
+		"UI run page, 1,000 pods, headless chromium", "lanes on screen drawn after 1712 ms (median of 3)", "< 1 s",
 		"UI run page, 5,000 pods, headless chromium", "ui.txt has no 5,000-pod render",
 	} {
 		if !strings.Contains(text, want) {

@@ -110,11 +110,11 @@ func do(t testing.TB, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 }
 
 // eval evaluates a script expression in the page and decodes its value.
-func eval[T any](t testing.TB, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -334,6 +334,7 @@ func TestBrowserViews(t *testing.T) {
 			"/ui/experiments/nope":                          http.StatusNotFound,
 			"/ui/experiments/day20/runs/99":                 http.StatusNotFound,
 			"/ui/experiments/day20/runs/1?from=x&to=1":      http.StatusBadRequest,
+			"/ui/experiments/day20/runs/1?lanes=5-1":        http.StatusBadRequest,
 			"/ui/nothing":                                   http.StatusNotFound,
 		} {
 			checkPage(t, srv.URL+path, want)

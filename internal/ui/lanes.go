@@ -57,9 +57,25 @@ type lanes struct {
 	Nodes            []report.NodeChange
 	FailedScheduling map[string][]report.SchedulingFailure
 	GPU              map[string][]report.GPUPoint
+	// Chunk, when set, virtualises the lanes: each group's lanes are drawn in chunks of Chunk,
+	// only those that overlap Live inline; every other chunk is a placeholder of its height
+	// linking to ChunkURL (the page with that chunk drawn inline, for a browser without
+	// script), and its lanes follow the chart as inert markup that ui.js draws in when the
+	// placeholder nears the screen.
+	Chunk    int
+	Live     laneRange
+	ChunkURL func(laneRange) string
 }
 
-// draw renders the chart as <svg id="timeline">, with the number of lanes drawn.
+// laneRange is lanes From to To of a chart, counted from 1 down the chart, both included.
+type laneRange struct{ From, To int }
+
+func (r laneRange) String() string { return strconv.Itoa(r.From) + "-" + strconv.Itoa(r.To) }
+
+func (r laneRange) overlaps(o laneRange) bool { return r.From <= o.To && o.From <= r.To }
+
+// draw renders the chart as <svg id="timeline">, with the number of lanes in it (inline or
+// in a chunk's placeholder).
 func (l lanes) draw() (template.HTML, int) {
 	c := l.Chart
 	rows := 0
@@ -98,6 +114,8 @@ func (l lanes) draw() (template.HTML, int) {
 
 	y := axisH
 	lanesY := map[string]float64{}
+	var inert svg // the chunks drawn later, after the chart
+	i := 0        // lanes so far
 	for _, g := range l.Groups {
 		top := y
 		hook := ""
@@ -115,11 +133,36 @@ func (l lanes) draw() (template.HTML, int) {
 			}
 			s.f(`</g>`)
 		}
-		for _, p := range g.Pods {
-			lanesY[p.Pod.UID] = y + laneH/2
-			c.lane(&s, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
-			y += laneH
+		if l.Chunk <= 0 {
+			for _, p := range g.Pods {
+				lanesY[p.Pod.UID] = y + laneH/2
+				c.lane(&s, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+				y += laneH
+			}
 		}
+		for k := 0; l.Chunk > 0 && k < len(g.Pods); k += l.Chunk {
+			pods := g.Pods[k:min(k+l.Chunk, len(g.Pods))]
+			r := l.chunk(i, k, len(pods))
+			to := &s
+			if r.overlaps(l.Live) {
+				s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s">`, r.From, r)
+			} else {
+				l.placeholder(&s, r, pods, y)
+				inert.f(`<script type="text/x-schedlens-lanes" data-lanes="%s">`, r)
+				to = &inert
+			}
+			for _, p := range pods {
+				lanesY[p.Pod.UID] = y + laneH/2
+				c.lane(to, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+				y += laneH
+			}
+			if to == &s {
+				s.f(`</g>`)
+			} else {
+				inert.f(`</script>`)
+			}
+		}
+		i += len(g.Pods)
 		s.f(`</g>`)
 	}
 
@@ -173,7 +216,38 @@ func (l lanes) draw() (template.HTML, int) {
 		}
 	}
 	s.f(`</g></svg>`)
+	// Inert until ui.js reads it: a script of another type is neither run nor shown, and its
+	// text is not parsed into elements. Every value in it went through esc, so its only tags are
+	// the lanes' own and nothing in it ends the script.
+	s.WriteString(inert.String())
 	return template.HTML(s.String()), rows
+}
+
+// chunk is the range of the chunk of n lanes k lanes into a group that follows i lanes.
+func (l lanes) chunk(i, k, n int) laneRange { return laneRange{i + k + 1, i + k + n} }
+
+// leavesInert says whether draw leaves a chunk of lanes to the script (or to another page).
+func (l lanes) leavesInert() bool {
+	i := 0
+	for _, g := range l.Groups {
+		for k := 0; l.Chunk > 0 && k < len(g.Pods); k += l.Chunk {
+			if !l.chunk(i, k, min(l.Chunk, len(g.Pods)-k)).overlaps(l.Live) {
+				return true
+			}
+		}
+		i += len(g.Pods)
+	}
+	return false
+}
+
+// placeholder stands for a chunk of lanes not drawn inline: a box of their height linking to
+// the page that draws them, naming the first and last pod.
+func (l lanes) placeholder(s *svg, r laneRange, pods []align.Summary, y float64) {
+	h := float64(len(pods)) * laneH
+	s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s" data-pending="">`, r.From, r)
+	s.f(`<a href="%s#lanes-%d"><rect class="chunk-hit" x="0" y="%s" width="%s" height="%s"/>`, esc(l.ChunkURL(r)), r.From, n(y), n(chartW), n(h))
+	s.f(`<text class="chunk-label" x="10" y="%s">lanes %d–%d: %s … %s (open)</text></a></g>`,
+		n(y+12.5), r.From, r.To, esc(pods[0].Pod.Name), esc(pods[len(pods)-1].Pod.Name))
 }
 
 // clusters groups the marks (in time order) whose flags would overlap: each cluster is drawn

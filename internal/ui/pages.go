@@ -272,6 +272,18 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 		}
 		f.From, f.To = &lo, &hi
 	}
+	if q.Has("lanes") {
+		var lr laneRange
+		from, to, ok := strings.Cut(q.Get("lanes"), "-")
+		var err1, err2 error
+		lr.From, err1 = strconv.Atoi(from)
+		lr.To, err2 = strconv.Atoi(to)
+		if !ok || err1 != nil || err2 != nil || lr.From < 1 || lr.To < lr.From {
+			u.fail(w, r, http.StatusBadRequest, "Bad lanes", "lanes must be first-last, the lanes to draw counted from 1 down the chart, with first ≤ last.")
+			return
+		}
+		f.Lanes = &lr
+	}
 	sc, ok := u.readScope(w, r) // the pods its pods preempted may be anywhere
 	if !ok {
 		return
@@ -284,7 +296,22 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 	if e, err := u.db.Experiment(r.Context(), name); err == nil {
 		order = armOrder(e)
 	}
-	v := buildRun(d, order, f)
+	keep := url.Values{}
+	for _, k := range []string{"namespace", "arm", "node"} {
+		if q.Get(k) != "" {
+			keep.Set(k, q.Get(k))
+		}
+	}
+	v := buildRun(d, order, f, func(lr laneRange) string {
+		cq := url.Values{}
+		maps.Copy(cq, keep)
+		if f.From != nil {
+			cq.Set("from", q.Get("from"))
+			cq.Set("to", q.Get("to"))
+		}
+		cq.Set("lanes", lr.String())
+		return runURL(name, run, cq)
+	})
 	if v.Version, err = u.db.RunVersion(r.Context(), name, ns, run); err != nil {
 		u.internal(w, r, err)
 		return
@@ -299,11 +326,8 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 		v.VersionURL += "?" + e
 	}
 	v.ExperimentURL = experimentURL(name)
-	keep := url.Values{}
-	for _, k := range []string{"namespace", "arm", "node"} {
-		if q.Get(k) != "" {
-			keep.Set(k, q.Get(k))
-		}
+	if f.Lanes != nil { // zooming keeps the lanes drawn
+		keep.Set("lanes", f.Lanes.String())
 	}
 	lo, _ := strconv.ParseFloat(v.FromS, 64)
 	hi, _ := strconv.ParseFloat(v.ToS, 64)

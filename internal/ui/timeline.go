@@ -17,12 +17,18 @@ import (
 // OutsideGroup is the lane group of pods preempted by the run's pods that are not its own.
 const OutsideGroup = "outside the run (preempted)"
 
-// runFilter narrows and zooms a run timeline: arm and node ("" = all) and the time window in
-// seconds from the run's start (nil = the whole run).
+// runFilter narrows and zooms a run timeline: arm and node ("" = all), the time window in
+// seconds from the run's start (nil = the whole run) and the lanes drawn inline (nil = the
+// first chunk; the page's script draws the others as they near the screen).
 type runFilter struct {
 	Arm, Node string
 	From, To  *float64
+	Lanes     *laneRange
 }
+
+// runChunk is how many lanes of a run page are drawn, or left to draw, together: more than a
+// screen holds (about 35 lanes at 1,000 px).
+const runChunk = 50
 
 // runView is the run page's data.
 type runView struct {
@@ -42,6 +48,10 @@ type runView struct {
 	Zoom                       zoomLinks
 	Lanes, Total               int
 	Legend                     template.HTML
+	// Chunked says some lanes are not drawn inline (and the pods table waits for the script,
+	// in a <noscript>); AllLanesURL is the page with every lane inline.
+	Chunked     bool
+	AllLanesURL string
 }
 
 // zoomLinks are a chart's pan and zoom links (template "zoom"); ResetLabel names what Reset
@@ -103,8 +113,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// buildRun lays out a run's timeline and the tables under it.
-func buildRun(d report.RunDetail, order []string, f runFilter) runView {
+// buildRun lays out a run's timeline and the tables under it; chunkURL is the page that draws a
+// chunk of its lanes inline.
+func buildRun(d report.RunDetail, order []string, f runFilter, chunkURL func(laneRange) string) runView {
 	v := runView{Experiment: d.Experiment, Run: d.Run, Namespace: d.Namespace, Start: d.From, Filter: f,
 		Total: len(d.Pods) + len(d.Outside)}
 	gs := groups(d, order)
@@ -173,10 +184,16 @@ func buildRun(d report.RunDetail, order []string, f runFilter) runView {
 		}
 	}
 	l := lanes{Chart: &chart{from: d.From, lo: lo, hi: hi}, Groups: kept, Marks: ms, Nodes: d.NodeChanges,
-		FailedScheduling: d.FailedScheduling, GPU: d.GPU}
+		FailedScheduling: d.FailedScheduling, GPU: d.GPU, Chunk: runChunk, Live: laneRange{1, runChunk}, ChunkURL: chunkURL}
+	if f.Lanes != nil {
+		l.Live = *f.Lanes
+	}
 	rows := 0
 	for _, g := range kept {
 		rows += len(g.Pods)
+	}
+	if v.Chunked = l.leavesInert(); v.Chunked {
+		v.AllLanesURL = chunkURL(laneRange{1, rows})
 	}
 	l.Title = fmt.Sprintf("Run %s of %s: one lane per pod, %d lanes; the table below lists the same", d.Run, d.Experiment, rows)
 	v.Chart, v.Lanes = l.draw()

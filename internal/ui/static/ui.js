@@ -1,17 +1,102 @@
 // schedlens web UI: the only script, hand-written, no build step. Every page works without it;
 // it adds live updates of a run page, in-place zoom and pan (buttons, wheel, drag, keys) and
-// auto-submits the filters. It also records when the page first drew (data-drawn-ms), which the
-// browser test reads.
+// auto-submits the filters. On a large run page it draws the lanes as they near the screen
+// (lanes.go leaves them inert after the chart), takes them out again once they are far from it,
+// and builds the pods table once the page has drawn. It also records when the page first drew with the lanes on screen (data-drawn-ms),
+// which the browser test reads.
 (function () {
   "use strict";
 
+  // placeholders holds the placeholder of each chunk drawn here, to put back once it is far.
+  var placeholders = {};
+  // drawChunk draws a chunk's lanes in place of its placeholder; it reports whether it did.
+  function drawChunk(g) {
+    var s = document.querySelector('script[type="text/x-schedlens-lanes"][data-lanes="' + g.dataset.lanes + '"]');
+    if (!s || !g.hasAttribute("data-pending")) return false;
+    placeholders[g.dataset.lanes] = g.innerHTML;
+    g.innerHTML = s.textContent;
+    g.removeAttribute("data-pending");
+    return true;
+  }
+  // undrawFar puts the placeholders back of the chunks drawn here that are more than far pixels
+  // off the screen (but the focused one), so the page holds a few screens of lanes at most.
+  function undrawFar(far) {
+    var h = window.innerHeight;
+    document.querySelectorAll("g.lane-chunk:not([data-pending])").forEach(function (g) {
+      var p = placeholders[g.dataset.lanes];
+      if (p === undefined || g.contains(document.activeElement)) return;
+      var r = g.getBoundingClientRect();
+      if (r.bottom < -far || r.top > h + far) {
+        g.innerHTML = p;
+        g.setAttribute("data-pending", "");
+      }
+    });
+  }
+  // drawNear draws the chunks within margin pixels of the screen (with draw false, it only
+  // counts them).
+  function drawNear(margin, draw) {
+    var h = window.innerHeight, near = 0;
+    document.querySelectorAll("g.lane-chunk[data-pending]").forEach(function (g) {
+      var r = g.getBoundingClientRect();
+      if (r.bottom >= -margin && r.top <= h + margin) {
+        near++;
+        if (draw !== false) drawChunk(g);
+      }
+    });
+    return near;
+  }
+  // drawRest draws the chunks within a screen of it and builds the tables waiting in <noscript>.
+  function drawRest() {
+    drawNear(window.innerHeight);
+    document.querySelectorAll("noscript[data-deferred]").forEach(function (n) {
+      var t = document.createElement("template");
+      t.innerHTML = n.textContent;
+      n.replaceWith(t.content);
+    });
+  }
+  // drawn draws the lanes on screen, then records the start of the next frame (data-drawn-ms:
+  // its style, layout and paint follow), the lanes in the DOM then and the chunks on screen not
+  // drawn (data-drawn-lanes, data-drawn-pending: 0), and the end of that frame's work
+  // (data-frame-done-ms, a task queued from it) before drawing the rest.
   function drawn() {
+    drawNear(0);
     requestAnimationFrame(function () {
-      document.documentElement.dataset.drawnMs = String(performance.now());
+      var d = document.documentElement.dataset;
+      d.drawnMs = String(performance.now());
+      d.drawnLanes = String(document.querySelectorAll("[data-pod-uid]").length);
+      d.drawnPending = String(drawNear(0, false));
+      setTimeout(function () {
+        d.frameDoneMs = String(performance.now());
+        drawRest();
+      }, 0);
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawn);
   else drawn();
+  var nearing = false;
+  function onScroll() {
+    if (nearing) return;
+    nearing = true;
+    requestAnimationFrame(function () {
+      nearing = false;
+      drawNear(window.innerHeight);
+      undrawFar(3 * window.innerHeight);
+    });
+  }
+  window.addEventListener("scroll", onScroll, { passive: true });
+  window.addEventListener("resize", onScroll);
+  // A chunk's link (the page that draws it) draws it here instead, and Tab walks on into it
+  // (Shift + Tab into its last lane).
+  function enterChunk(e) {
+    var g = e.target.closest && e.target.closest("g.lane-chunk[data-pending]");
+    if (!g || !drawChunk(g)) return false;
+    var links = g.querySelectorAll("[data-pod-uid] a");
+    var back = e.relatedTarget && (g.compareDocumentPosition(e.relatedTarget) & Node.DOCUMENT_POSITION_FOLLOWING);
+    var a = back ? links[links.length - 1] : links[0];
+    if (a) a.focus();
+    return true;
+  }
+  document.addEventListener("focusin", enterChunk);
 
   var busy = false;
   function view() { return document.getElementById("view"); }
@@ -33,8 +118,15 @@
       return r.text();
     }).then(function (html) {
       view().innerHTML = html;
+      placeholders = {};
+      drawRest();
       if (lane) {
-        var a = document.querySelector('[data-pod-uid="' + lane.dataset.podUid + '"] a');
+        var uid = lane.dataset.podUid;
+        document.querySelectorAll('script[type="text/x-schedlens-lanes"]').forEach(function (s) {
+          var g = s.textContent.indexOf(uid) >= 0 && document.querySelector('g.lane-chunk[data-lanes="' + s.dataset.lanes + '"]');
+          if (g) drawChunk(g);
+        });
+        var a = document.querySelector('[data-pod-uid="' + uid + '"] a');
         if (a) a.focus();
       } else if (wasChart) {
         var c = document.querySelector("[data-zoomable]");
@@ -88,6 +180,7 @@
   }
 
   document.addEventListener("click", function (e) {
+    if (!e.ctrlKey && !e.metaKey && !e.shiftKey && enterChunk(e)) { e.preventDefault(); return; }
     var a = e.target.closest && e.target.closest("a[data-zoom]");
     if (a && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); go(a.href); }
   });
