@@ -118,4 +118,3 @@ func BenchmarkShortfalls(b *testing.B) {
 		}
 	})
 }
-
