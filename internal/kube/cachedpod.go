@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,8 +54,9 @@ type cachedContainer struct {
 	state        corev1.ContainerState
 }
 
-// cachePod is pod, trimmed by trimPod, as the cache holds it: its spec shared with the pods
-// that have an equal one.
+// cachePod is pod, its metadata and spec trimmed by trimPod, as the cache holds it: its spec
+// shared with the pods that have an equal one, of its status what cachedStatus keeps, the
+// strings pods repeat interned.
 func (t *Transformer) cachePod(pod *corev1.Pod) *CachedPod {
 	spec := pod.Spec
 	spec.NodeName = ""
@@ -63,22 +66,23 @@ func (t *Transformer) cachePod(pod *corev1.Pod) *CachedPod {
 		spec:       t.specs.get(&spec, nil),
 		nodeName:   pod.Spec.NodeName,
 		status: cachedStatus{
-			phase: st.Phase, reason: intern(st.Reason), nominated: intern(st.NominatedNodeName),
-			hostIP: st.HostIP, podIP: st.PodIP, qosClass: st.QOSClass, startTime: st.StartTime,
-			observedGeneration: st.ObservedGeneration, claims: st.ResourceClaimStatuses,
+			phase: corev1.PodPhase(intern(string(st.Phase))), reason: intern(st.Reason), nominated: intern(st.NominatedNodeName),
+			hostIP: intern(st.HostIP), podIP: st.PodIP, qosClass: corev1.PodQOSClass(intern(string(st.QOSClass))),
+			startTime: st.StartTime, observedGeneration: st.ObservedGeneration, claims: st.ResourceClaimStatuses,
 			extendedResourceClaims: st.ExtendedResourceClaimStatus,
 		},
 	}
 	if n := len(st.Conditions); n > 0 {
 		c.status.conditions = make([]cachedCondition, n)
 		for i, cond := range st.Conditions {
-			c.status.conditions[i] = cachedCondition{cond.Type, cond.Status, cond.Reason, cond.LastTransitionTime}
+			c.status.conditions[i] = cachedCondition{corev1.PodConditionType(intern(string(cond.Type))),
+				corev1.ConditionStatus(intern(string(cond.Status))), intern(cond.Reason), cond.LastTransitionTime}
 		}
 	}
 	if n := len(st.ContainerStatuses); n > 0 {
 		c.status.containers = make([]cachedContainer, n)
 		for i, cs := range st.ContainerStatuses {
-			c.status.containers[i] = cachedContainer{cs.Name, cs.Ready, cs.RestartCount, cs.State}
+			c.status.containers[i] = cachedContainer{intern(cs.Name), cs.Ready, cs.RestartCount, cs.State}
 		}
 	}
 	return c
@@ -129,14 +133,13 @@ func (p *CachedPod) DeepCopyObject() runtime.Object {
 	if p.status.startTime != nil {
 		c.status.startTime = p.status.startTime.DeepCopy()
 	}
-	c.status.conditions = append([]cachedCondition(nil), p.status.conditions...)
-	c.status.containers = make([]cachedContainer, len(p.status.containers))
-	for i, cs := range p.status.containers {
-		c.status.containers[i] = cs
-		cs.state.DeepCopyInto(&c.status.containers[i].state)
-	}
-	if p.status.containers == nil {
-		c.status.containers = nil
+	c.status.conditions = slices.Clone(p.status.conditions)
+	if p.status.containers != nil {
+		c.status.containers = make([]cachedContainer, len(p.status.containers))
+		for i, cs := range p.status.containers {
+			c.status.containers[i] = cs
+			cs.state.DeepCopyInto(&c.status.containers[i].state)
+		}
 	}
 	if p.status.claims != nil {
 		c.status.claims = make([]corev1.PodResourceClaimStatus, len(p.status.claims))
@@ -168,9 +171,13 @@ func PodOf(obj any) (*corev1.Pod, bool) {
 func PodUID(obj any) (types.UID, bool) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return o.UID, o != nil
+		if o != nil {
+			return o.UID, true
+		}
 	case *CachedPod:
-		return o.UID, o != nil
+		if o != nil {
+			return o.UID, true
+		}
 	}
 	return "", false
 }

@@ -102,6 +102,7 @@ func (t *Transformer) Transform(obj any) (any, error) {
 	return obj, nil
 }
 
+// trimPod trims a pod's metadata and spec in place, as Transform says; cachePod keeps the status.
 func (t *Transformer) trimPod(pod *corev1.Pod) {
 	meta := &pod.ObjectMeta
 	meta.Namespace = intern(meta.Namespace)
@@ -141,22 +142,7 @@ func (t *Transformer) trimPod(pod *corev1.Pod) {
 			return tol
 		})
 	})
-	st := &pod.Status
-	st.HostIPs = nil
-	st.PodIPs = nil
-	st.InitContainerStatuses = nil
-	st.EphemeralContainerStatuses = nil
-	st.Phase = corev1.PodPhase(intern(string(st.Phase)))
-	st.QOSClass = corev1.PodQOSClass(intern(string(st.QOSClass)))
-	st.HostIP = intern(st.HostIP)
-	st.Message = ""
-	st.Conditions = slim(st.Conditions, func(c corev1.PodCondition) corev1.PodCondition {
-		return corev1.PodCondition{Type: corev1.PodConditionType(intern(string(c.Type))), Status: corev1.ConditionStatus(intern(string(c.Status))),
-			Reason: intern(c.Reason), LastTransitionTime: c.LastTransitionTime}
-	})
-	st.ContainerStatuses = slim(st.ContainerStatuses, func(c corev1.ContainerStatus) corev1.ContainerStatus {
-		return corev1.ContainerStatus{Name: intern(c.Name), Ready: c.Ready, RestartCount: c.RestartCount, State: c.State}
-	})
+	// The status is kept by cachePod, in types of its own.
 }
 
 // slimContainers keeps of each container its name, resources and restartPolicy.

@@ -315,6 +315,17 @@ func TestCachedPod(t *testing.T) {
 	if len(cp.Pod().Status.Conditions) == 0 || len(cp.Pod().Status.ContainerStatuses) == 0 {
 		t.Fatal("the recorded pod has no conditions or container statuses to compare")
 	}
+	for _, obj := range []any{(*kube.CachedPod)(nil), (*corev1.Pod)(nil), "not a pod"} {
+		if uid, ok := kube.PodUID(obj); ok || uid != "" {
+			t.Errorf("PodUID(%T) = %q, %v; want none", obj, uid, ok)
+		}
+		if pod, ok := kube.PodOf(obj); ok || pod != nil {
+			t.Errorf("PodOf(%T) = %v, %v; want none", obj, pod, ok)
+		}
+	}
+	if uid, ok := kube.PodUID(a); !ok || uid != "uid-cached-a" {
+		t.Errorf("PodUID(cached pod) = %q, %v; want uid-cached-a", uid, ok)
+	}
 	if got, max := unsafe.Sizeof(kube.CachedPod{}), uintptr(480); got > max {
 		t.Errorf("a CachedPod is %d bytes, more than the %d its doc promises (a corev1.Pod is %d)", got, max, unsafe.Sizeof(corev1.Pod{}))
 	}
