@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/store"
 )
 
 func benchEnvelopes(b *testing.B, n int) []*events.Envelope {
@@ -41,4 +44,42 @@ func BenchmarkAppend(b *testing.B) {
 		n += 1000
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRequestIndex is what the index of successful requests (events_request_ok,
+// migration 00019) costs ingest: request-heavy envelopes (the default experiment with 500
+// requests per pod) appended to a database with the index and to one without it, the two in
+// turn each iteration, with ids of the iteration's own. It reports both rates and the cost,
+// (without − with) ÷ without, in percent.
+func BenchmarkRequestIndex(b *testing.B) {
+	ctx := context.Background()
+	with, without := pgtest.DB(b), pgtest.DB(b)
+	if _, err := without.Exec(ctx, `DROP INDEX events_request_ok`); err != nil {
+		b.Fatal(err)
+	}
+	cfg := eventgen.Default()
+	cfg.RequestsPerPod = 500
+	var took [2]time.Duration
+	appended := 0
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cfg.IDPrefix = fmt.Sprintf("iteration-%d/", i)
+		envs := eventgen.Generate(cfg)
+		b.StartTimer()
+		for k := range 2 {
+			db := []*store.DB{with, without}[(i+k)%2]
+			start := time.Now()
+			for j := 0; j < len(envs); j += 1000 {
+				if _, err := db.Append(ctx, envs[j:min(j+1000, len(envs))], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took[(i+k)%2] += time.Since(start)
+		}
+		appended += len(envs)
+	}
+	rate := func(d time.Duration) float64 { return float64(appended) / d.Seconds() }
+	b.ReportMetric(rate(took[0]), "events/s-with-index")
+	b.ReportMetric(rate(took[1]), "events/s-without")
+	b.ReportMetric(100*(1-rate(took[0])/rate(took[1])), "cost-%")
 }

@@ -85,3 +85,6 @@ func (db *DB) Exec(ctx context.Context, sql string) (int64, error) {
 	tag, err := db.pool.Exec(ctx, sql)
 	return tag.RowsAffected(), err
 }
+
+// Succeeded is the condition on an event e that it is a successful request (tests only).
+const Succeeded = succeeded

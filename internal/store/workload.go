@@ -360,6 +360,7 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 		}
 	}
 	b := &pgx.Batch{}
+	var owners []string // per query: a span's, the pod its runs are read into; "" the first success after the spans
 	for w, ss := range spans {
 		var all []string
 		for _, p := range in.Pods {
@@ -367,7 +368,7 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 				all = append(all, p.Pod.UID)
 			}
 		}
-		merged := mergeSpans(ss)
+		merged := mergeSpans(ss, 0)
 		for _, sp := range merged {
 			var uids []string // only the workload's pods that lived then
 			for _, p := range in.Pods {
@@ -378,17 +379,13 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 			if len(uids) == 0 {
 				continue
 			}
-			// The workload's successes in the span, raw and from buckets, as runs: a run ends
-			// where no success follows within MinGap (only the union of the workload's pods'
-			// successes matters, and only gaps longer than MinGap). A run is read back as
-			// successes MinGap apart (below): the same gaps as every success, in a few rows.
-			b.Queue(`WITH s AS (
-					SELECT e.occurred_at AS a, e.occurred_at AS b FROM events e
-					WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded+`
-					UNION ALL SELECT first_at, last_at FROM (`+bucketSuccesses+`) bs(pod_uid, first_at, last_at)),
-				o AS (SELECT a, b, max(b) OVER (ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM s),
-				g AS (SELECT a, b, sum(CASE WHEN before IS NULL OR a - before > $4::interval THEN 1 ELSE 0 END) OVER (ORDER BY a, b) AS run FROM o)
-				SELECT $5::text, min(a), max(b) FROM g GROUP BY run`, uids, sp.From, sp.To, in.MinGap, uids[0])
+			// The workload's successes in the span, raw and from buckets (a bucket as served
+			// from its first success to its last), read as runs below. The raw ones come from
+			// the index of successful requests alone (events_request_ok), without their rows.
+			b.Queue(`SELECT e.occurred_at, e.occurred_at FROM events e
+				WHERE e.pod_uid = ANY($1) AND e.kind = 'request' AND e.occurred_at BETWEEN $2 AND $3 AND `+succeeded+`
+				UNION ALL SELECT first_at, last_at FROM (`+bucketSuccesses+`) bs(pod_uid, first_at, last_at)`, uids, sp.From, sp.To)
+			owners = append(owners, uids[0])
 		}
 		b.Queue(`SELECT u.uid, least(n.occurred_at, nb.first_success) AS at, least(n.occurred_at, nb.first_success) FROM unnest($1::text[]) AS u(uid)
 			LEFT JOIN LATERAL (SELECT e.occurred_at FROM events e
@@ -400,6 +397,7 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 				ORDER BY b.start LIMIT 1) nb ON true
 			WHERE n.occurred_at IS NOT NULL OR nb.first_success IS NOT NULL
 			ORDER BY at LIMIT 1`, all, merged[len(merged)-1].To)
+		owners = append(owners, "")
 	}
 	byUID := make(map[string]*workload.Pod, len(in.Pods))
 	for i := range in.Pods {
@@ -407,7 +405,24 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 	}
 	results := tx.SendBatch(ctx, b)
 	read := 0
-	for range b.Len() {
+	addRuns := func(uid string, runs []align.Span) {
+		p := byUID[uid]
+		if p == nil {
+			return
+		}
+		// A run of the workload's successes (the first of its pods names it) is served from
+		// its start to its end, read as successes MinGap apart, so that no gap inside it counts
+		// and the gaps between runs count whole. A workload's spans do not overlap.
+		for _, r := range runs {
+			for at, step := r.From, max(in.MinGap, time.Millisecond); at.Before(r.To); at = at.Add(step) {
+				p.Successes = append(p.Successes, at.UTC())
+			}
+			p.Successes = append(p.Successes, r.To.UTC())
+			read++
+		}
+	}
+	var served []align.Span
+	for i := range b.Len() {
 		rows, err := results.Query()
 		if err != nil {
 			results.Close()
@@ -417,19 +432,26 @@ func (db *DB) detect(ctx context.Context, tx pgx.Tx, f WorkloadFilter, from, to 
 			uid       string
 			at, until time.Time
 		)
-		// A row is a run of a workload's successes (the first of its pods names it): served
-		// from its start to its end, read as successes MinGap apart, so that no gap inside it
-		// counts and the gaps between runs count whole. A workload's spans do not overlap.
-		if _, err := pgx.ForEachRow(rows, []any{&uid, &at, &until}, func() error {
-			if p := byUID[uid]; p != nil {
-				for step := max(in.MinGap, time.Millisecond); at.Before(until); at = at.Add(step) {
-					p.Successes = append(p.Successes, at.UTC())
-				}
-				p.Successes = append(p.Successes, until.UTC())
-				read++
+		if owners[i] != "" {
+			// Successes and buckets of one span, merged into runs: a run ends where no
+			// success follows within MinGap (only the union of the workload's pods' successes
+			// matters, and only gaps longer than MinGap).
+			served = served[:0]
+			_, err = pgx.ForEachRow(rows, []any{&at, &until}, func() error {
+				served = append(served, align.Span{From: at, To: until})
+				return nil
+			})
+			if err == nil {
+				addRuns(owners[i], mergeSpans(served, in.MinGap))
 			}
-			return nil
-		}); err != nil {
+		} else {
+			// The first success after a workload's last span.
+			_, err = pgx.ForEachRow(rows, []any{&uid, &at, &until}, func() error {
+				addRuns(uid, []align.Span{{From: at, To: until}})
+				return nil
+			})
+		}
+		if err != nil {
 			results.Close()
 			return in, nil, fmt.Errorf("read requests around the disruptions: %w", err)
 		}
@@ -463,12 +485,13 @@ var bucketSuccesses = `SELECT b.pod_uid::text,
 	WHERE b.pod_uid = ANY($1::uuid[]) AND b.start BETWEEN $2::timestamptz - interval '` + bucketWidth + `' AND $3
 	  AND ` + bucketLast + ` >= $2 AND ` + bucketFirst + ` <= $3`
 
-// mergeSpans sorts spans by start and merges those that overlap or touch.
-func mergeSpans(spans []align.Span) []align.Span {
+// mergeSpans sorts spans by start and merges those less than within apart (0: those that
+// overlap or touch).
+func mergeSpans(spans []align.Span, within time.Duration) []align.Span {
 	slices.SortFunc(spans, func(a, b align.Span) int { return a.From.Compare(b.From) })
 	var out []align.Span
 	for _, s := range spans {
-		if n := len(out); n > 0 && !s.From.After(out[n-1].To) {
+		if n := len(out); n > 0 && s.From.Sub(out[n-1].To) <= within {
 			if s.To.After(out[n-1].To) {
 				out[n-1].To = s.To
 			}
