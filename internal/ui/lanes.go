@@ -24,6 +24,9 @@ const (
 	groupH    = 20.0
 	laneH     = 18.0
 	gpuBucket = 3.0 // width of one GPU strip cell, in user units
+	// laneBytes is about what a lane's markup takes (2.7 kB at 5,000 pods with GPU strips), to
+	// size the chart's buffer once.
+	laneBytes = 3 << 10
 )
 
 // group is a set of lanes drawn together: an arm, a revision, or the preempted outsiders.
@@ -85,6 +88,7 @@ func (l lanes) draw() (template.HTML, int) {
 	c.rows = rows
 	height := axisH + float64(len(l.Groups))*groupH + float64(rows)*laneH + 12
 	var s svg
+	s.Grow(laneBytes * (rows + 10)) // the chart is mostly its lanes: grown once, not copied as it doubles
 	s.f(`<svg id="timeline" class="timeline" viewBox="0 0 %s %s" width="100%%" role="img" aria-labelledby="timeline-title" data-from="%s" data-to="%s" data-lanes="%d"%s>`,
 		n(chartW), n(height), strconv.FormatFloat(c.lo, 'f', 3, 64), strconv.FormatFloat(c.hi, 'f', 3, 64), rows, l.Attrs)
 	s.f(`<title id="timeline-title">%s</title>`, esc(l.Title))
@@ -114,8 +118,15 @@ func (l lanes) draw() (template.HTML, int) {
 
 	y := axisH
 	lanesY := map[string]float64{}
-	var inert svg // the chunks drawn later, after the chart
-	i := 0        // lanes so far
+	// The chunks left to the script, drawn after the chart (each as inert markup).
+	type inertChunk struct {
+		r       laneRange
+		pods    []align.Summary
+		y       float64
+		outside bool
+	}
+	var inert []inertChunk
+	i := 0 // lanes so far
 	for _, g := range l.Groups {
 		top := y
 		hook := ""
@@ -143,23 +154,22 @@ func (l lanes) draw() (template.HTML, int) {
 		for k := 0; l.Chunk > 0 && k < len(g.Pods); k += l.Chunk {
 			pods := g.Pods[k:min(k+l.Chunk, len(g.Pods))]
 			r := l.chunk(i, k, len(pods))
-			to := &s
-			if r.overlaps(l.Live) {
+			live := r.overlaps(l.Live)
+			if live {
 				s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s">`, r.From, r)
 			} else {
 				l.placeholder(&s, r, pods, y)
-				inert.f(`<script type="text/x-schedlens-lanes" data-lanes="%s">`, r)
-				to = &inert
+				inert = append(inert, inertChunk{r, pods, y, g.Outside})
 			}
 			for _, p := range pods {
 				lanesY[p.Pod.UID] = y + laneH/2
-				c.lane(to, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+				if live {
+					c.lane(&s, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+				}
 				y += laneH
 			}
-			if to == &s {
+			if live {
 				s.f(`</g>`)
-			} else {
-				inert.f(`</script>`)
 			}
 		}
 		i += len(g.Pods)
@@ -219,7 +229,13 @@ func (l lanes) draw() (template.HTML, int) {
 	// Inert until ui.js reads it: a script of another type is neither run nor shown, and its
 	// text is not parsed into elements. Every value in it went through esc, so its only tags are
 	// the lanes' own and nothing in it ends the script.
-	s.WriteString(inert.String())
+	for _, ch := range inert {
+		s.f(`<script type="text/x-schedlens-lanes" data-lanes="%s">`, ch.r)
+		for j, p := range ch.pods {
+			c.lane(&s, p, ch.y+float64(j)*laneH, ch.outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+		}
+		s.f(`</script>`)
+	}
 	return template.HTML(s.String()), rows
 }
 
