@@ -27,6 +27,8 @@ const (
 	// laneBytes is about what a lane's markup takes (2.7 kB at 5,000 pods with GPU strips), to
 	// size the chart's buffer once.
 	laneBytes = 3 << 10
+	// placeholderBytes is about what a chunk's placeholder takes.
+	placeholderBytes = 512
 )
 
 // group is a set of lanes drawn together: an arm, a revision, or the preempted outsiders.
@@ -63,11 +65,39 @@ type lanes struct {
 	// Chunk, when set, virtualises the lanes: each group's lanes are drawn in chunks of Chunk,
 	// only those that overlap Live inline; every other chunk is a placeholder of its height
 	// linking to ChunkURL (the page with that chunk drawn inline, for a browser without
-	// script), and its lanes follow the chart as inert markup that ui.js draws in when the
-	// placeholder nears the screen.
+	// script). ui.js fetches every chunk's lanes from LanesURL (inertChunks) once the page has
+	// drawn, and draws a chunk into its placeholder as it nears the screen.
 	Chunk    int
 	Live     laneRange
 	ChunkURL func(laneRange) string
+	LanesURL string
+}
+
+// laneChunk is a chunk of a group's lanes: lanes r of the chart, y the top of its first lane.
+type laneChunk struct {
+	r     laneRange
+	group int
+	pods  []align.Summary
+	y     float64
+}
+
+// chunks lays out the chart's chunks of lanes, down the chart (none when Chunk is unset).
+func (l lanes) chunks() []laneChunk {
+	if l.Chunk <= 0 {
+		return nil
+	}
+	var out []laneChunk
+	y, i := axisH, 0 // i: lanes so far
+	for gi, g := range l.Groups {
+		y += groupH
+		for k := 0; k < len(g.Pods); k += l.Chunk {
+			pods := g.Pods[k:min(k+l.Chunk, len(g.Pods))]
+			out = append(out, laneChunk{laneRange{i + k + 1, i + k + len(pods)}, gi, pods, y})
+			y += float64(len(pods)) * laneH
+		}
+		i += len(g.Pods)
+	}
+	return out
 }
 
 // laneRange is lanes From to To of a chart, counted from 1 down the chart, both included.
@@ -87,10 +117,26 @@ func (l lanes) draw() (template.HTML, int) {
 	}
 	c.rows = rows
 	height := axisH + float64(len(l.Groups))*groupH + float64(rows)*laneH + 12
+	// The chart is mostly the lanes drawn inline and the placeholders of the others: its builder
+	// is grown once, not copied as it doubles.
+	cs := l.chunks()
+	size, attrs := laneBytes*(rows+10), l.Attrs
+	if len(cs) > 0 {
+		inline := 0
+		for _, ch := range cs {
+			if ch.r.overlaps(l.Live) {
+				inline += len(ch.pods)
+			}
+		}
+		if inline < rows && l.LanesURL != "" {
+			attrs += fmt.Sprintf(` data-lanes-url="%s"`, esc(l.LanesURL))
+		}
+		size = laneBytes*(inline+10) + placeholderBytes*len(cs)
+	}
 	var s svg
-	s.Grow(laneBytes * (rows + 10)) // the chart is mostly its lanes: grown once, not copied as it doubles
+	s.Grow(size)
 	s.f(`<svg id="timeline" class="timeline" viewBox="0 0 %s %s" width="100%%" role="img" aria-labelledby="timeline-title" data-from="%s" data-to="%s" data-lanes="%d"%s>`,
-		n(chartW), n(height), strconv.FormatFloat(c.lo, 'f', 3, 64), strconv.FormatFloat(c.hi, 'f', 3, 64), rows, l.Attrs)
+		n(chartW), n(height), strconv.FormatFloat(c.lo, 'f', 3, 64), strconv.FormatFloat(c.hi, 'f', 3, 64), rows, attrs)
 	s.f(`<title id="timeline-title">%s</title>`, esc(l.Title))
 	s.f(`<defs><clipPath id="plot"><rect x="%s" y="0" width="%s" height="%s"/></clipPath>`, n(plotX0), n(plotX1-plotX0), n(height))
 	s.f(`<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="hatch-bg"/><line x1="0" y1="0" x2="0" y2="6" class="hatch-line"/></pattern>`)
@@ -118,16 +164,7 @@ func (l lanes) draw() (template.HTML, int) {
 
 	y := axisH
 	lanesY := map[string]float64{}
-	// The chunks left to the script, drawn after the chart (each as inert markup).
-	type inertChunk struct {
-		r       laneRange
-		pods    []align.Summary
-		y       float64
-		outside bool
-	}
-	var inert []inertChunk
-	i := 0 // lanes so far
-	for _, g := range l.Groups {
+	for gi, g := range l.Groups {
 		top := y
 		hook := ""
 		if g.Hook != "" {
@@ -151,28 +188,20 @@ func (l lanes) draw() (template.HTML, int) {
 				y += laneH
 			}
 		}
-		for k := 0; l.Chunk > 0 && k < len(g.Pods); k += l.Chunk {
-			pods := g.Pods[k:min(k+l.Chunk, len(g.Pods))]
-			r := l.chunk(i, k, len(pods))
-			live := r.overlaps(l.Live)
-			if live {
-				s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s">`, r.From, r)
-			} else {
-				l.placeholder(&s, r, pods, y)
-				inert = append(inert, inertChunk{r, pods, y, g.Outside})
+		for ; len(cs) > 0 && cs[0].group == gi; cs = cs[1:] {
+			ch := cs[0]
+			for j, p := range ch.pods {
+				lanesY[p.Pod.UID] = ch.y + float64(j)*laneH + laneH/2
 			}
-			for _, p := range pods {
-				lanesY[p.Pod.UID] = y + laneH/2
-				if live {
-					c.lane(&s, p, y, g.Outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
-				}
-				y += laneH
+			y = ch.y + float64(len(ch.pods))*laneH
+			if !ch.r.overlaps(l.Live) {
+				l.placeholder(&s, ch)
+				continue
 			}
-			if live {
-				s.f(`</g>`)
-			}
+			s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s">`, ch.r.From, ch.r)
+			l.chunkLanes(&s, ch)
+			s.f(`</g>`)
 		}
-		i += len(g.Pods)
 		s.f(`</g>`)
 	}
 
@@ -226,44 +255,55 @@ func (l lanes) draw() (template.HTML, int) {
 		}
 	}
 	s.f(`</g></svg>`)
-	// Inert until ui.js reads it: a script of another type is neither run nor shown, and its
-	// text is not parsed into elements. Every value in it went through esc, so its only tags are
-	// the lanes' own and nothing in it ends the script.
-	for _, ch := range inert {
-		s.f(`<script type="text/x-schedlens-lanes" data-lanes="%s">`, ch.r)
-		for j, p := range ch.pods {
-			c.lane(&s, p, ch.y+float64(j)*laneH, ch.outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
-		}
-		s.f(`</script>`)
-	}
 	return template.HTML(s.String()), rows
 }
 
-// chunk is the range of the chunk of n lanes k lanes into a group that follows i lanes.
-func (l lanes) chunk(i, k, n int) laneRange { return laneRange{i + k + 1, i + k + n} }
+// chunkLanes draws the lanes of chunk ch.
+func (l lanes) chunkLanes(s *svg, ch laneChunk) {
+	outside := l.Groups[ch.group].Outside
+	for j, p := range ch.pods {
+		l.Chart.lane(s, p, ch.y+float64(j)*laneH, outside, false, l.FailedScheduling[p.Pod.UID], l.GPU[p.Pod.UID])
+	}
+}
+
+// inertChunks draws every chunk's lanes as inert markup, for ui.js to draw into the chart's
+// placeholders (the answer to LanesURL): a script of another type is neither run nor shown, and
+// its text is not parsed into elements. Every value in it went through esc, so its only tags are
+// the lanes' own and nothing in it ends the script.
+func (l lanes) inertChunks() []byte {
+	cs := l.chunks()
+	rows := 0
+	for _, ch := range cs {
+		rows += len(ch.pods)
+	}
+	var s svg
+	s.Grow(laneBytes * (rows + 10))
+	for _, ch := range cs {
+		s.f(`<script type="text/x-schedlens-lanes" data-lanes="%s">`, ch.r)
+		l.chunkLanes(&s, ch)
+		s.f(`</script>`)
+	}
+	return []byte(s.String())
+}
 
 // leavesInert says whether draw leaves a chunk of lanes to the script (or to another page).
 func (l lanes) leavesInert() bool {
-	i := 0
-	for _, g := range l.Groups {
-		for k := 0; l.Chunk > 0 && k < len(g.Pods); k += l.Chunk {
-			if !l.chunk(i, k, min(l.Chunk, len(g.Pods)-k)).overlaps(l.Live) {
-				return true
-			}
+	for _, ch := range l.chunks() {
+		if !ch.r.overlaps(l.Live) {
+			return true
 		}
-		i += len(g.Pods)
 	}
 	return false
 }
 
 // placeholder stands for a chunk of lanes not drawn inline: a box of their height linking to
 // the page that draws them, naming the first and last pod.
-func (l lanes) placeholder(s *svg, r laneRange, pods []align.Summary, y float64) {
-	h := float64(len(pods)) * laneH
+func (l lanes) placeholder(s *svg, ch laneChunk) {
+	r, pods := ch.r, ch.pods
 	s.f(`<g class="lane-chunk" id="lanes-%d" data-lanes="%s" data-pending="">`, r.From, r)
-	s.f(`<a href="%s#lanes-%d"><rect class="chunk-hit" x="0" y="%s" width="%s" height="%s"/>`, esc(l.ChunkURL(r)), r.From, n(y), n(chartW), n(h))
+	s.f(`<a href="%s#lanes-%d"><rect class="chunk-hit" x="0" y="%s" width="%s" height="%s"/>`, esc(l.ChunkURL(r)), r.From, n(ch.y), n(chartW), n(float64(len(pods))*laneH))
 	s.f(`<text class="chunk-label" x="10" y="%s">lanes %d–%d: %s … %s (open)</text></a></g>`,
-		n(y+12.5), r.From, r.To, esc(pods[0].Pod.Name), esc(pods[len(pods)-1].Pod.Name))
+		n(ch.y+12.5), r.From, r.To, esc(pods[0].Pod.Name), esc(pods[len(pods)-1].Pod.Name))
 }
 
 // clusters groups the marks (in time order) whose flags would overlap: each cluster is drawn

@@ -302,16 +302,26 @@ func (u *UI) run(w http.ResponseWriter, r *http.Request) {
 			keep.Set(k, q.Get(k))
 		}
 	}
-	v := buildRun(d, order, f, func(lr laneRange) string {
+	// The view's query with key set to value: the page of a chunk, or its lanes for the script.
+	viewURL := func(key, value string) string {
 		cq := url.Values{}
 		maps.Copy(cq, keep)
 		if f.From != nil {
 			cq.Set("from", q.Get("from"))
 			cq.Set("to", q.Get("to"))
 		}
-		cq.Set("lanes", lr.String())
+		cq.Set(key, value)
 		return runURL(name, run, cq)
-	})
+	}
+	v := buildRun(d, order, f, func(lr laneRange) string { return viewURL("lanes", lr.String()) }, viewURL("partial", "lanes"))
+	if q.Get("partial") == "lanes" {
+		// Every chunk's lanes, for ui.js to draw as they near the screen. Should the run have
+		// changed since the page was drawn, the live poll finds it and fetches the view again.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(v.chart.inertChunks())
+		return
+	}
 	if v.Version, err = u.db.RunVersion(r.Context(), name, ns, run); err != nil {
 		u.internal(w, r, err)
 		return

@@ -3,31 +3,37 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
 	"maps"
 	"net/http"
 	neturl "net/url"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/pipetest"
 )
 
 // A 1,000-pod run in the browser (4 arms × 250 pods, an unschedulable pod and 250 preempted
-// outsiders: 1,251 lanes). The run page draws only the lanes on screen (lanes in chunks, the rest
-// drawn by ui.js as they near the screen), so the figure reported is the time from navigation
-// start to the first frame with every lane on screen drawn: ui.js draws the chunks in view once
-// the page is parsed and records performance.now() in the requestAnimationFrame callback of the
-// next frame (data-drawn-ms; that frame's style, layout and paint follow it, and "frame done" is
-// a task queued from the callback, after them), median of three loads, beside the time the page
-// was received by. It is a report, not an assertion on time. The test checks that no chunk on
-// screen was left undrawn at that frame, that scrolling through the chart draws every lane, one
-// per row of the pods table, and that without script every lane is drawn by the run page or by a
-// page its chunks link to.
+// outsiders: 1,251 lanes). The run page draws only the lanes on screen (its first 100 lanes
+// inline; ui.js fetches the others' lanes after the first frame and draws them as they near the
+// screen), so the figure reported is the time from navigation start to the first frame with every
+// lane on screen drawn: ui.js records performance.now() in the requestAnimationFrame callback of
+// the first frame after the page is parsed (data-drawn-ms; that frame's style, layout and paint
+// follow it, and "frame done" is a task queued from the callback, after them), median of three
+// loads, beside the time the page was received by and the time the other lanes were in. It is a
+// report, not an assertion on time. The test checks that no chunk on screen was left undrawn at
+// that frame, that scrolling through the chart draws every lane, one per row of the pods table,
+// that a live update keeps focus on a lane far down the chart, and that without script every
+// lane is drawn by the run page or by a page its chunks link to.
 //
 //	go test ./internal/ui -run TestThousandPodRunRender -v
 func TestThousandPodRunRender(t *testing.T) {
@@ -35,8 +41,8 @@ func TestThousandPodRunRender(t *testing.T) {
 }
 
 // TestFiveThousandPodRunRender is TestThousandPodRunRender at 5,000 pods (4 arms × 1,250 pods:
-// 6,251 lanes); it leaves out the screenshot (too tall) and the pages without script (125 of
-// them), which the 1,000-pod test walks.
+// 6,251 lanes); it leaves out the screenshot (too tall), the live update and the pages without
+// script (124 of them), which the 1,000-pod test walks.
 //
 //	go test ./internal/ui -run TestFiveThousandPodRunRender -v
 func TestFiveThousandPodRunRender(t *testing.T) {
@@ -50,7 +56,17 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 	p := pipetest.Start(t)
 	cfg := eventgen.Default()
 	cfg.Runs, cfg.PodsPerArm = 1, podsPerArm
-	p.Publish(eventgen.Generate(cfg))
+	envs := eventgen.Generate(cfg)
+	// Held back: the last request about a pod of the last arm (far down the chart), published
+	// once the page is open (live, below).
+	held := -1
+	for i, e := range envs {
+		if e.Kind == events.KindRequest && strings.HasPrefix(e.Pod.Name, "day20-sharing-") {
+			held = i
+		}
+	}
+	late := envs[held]
+	p.Publish(slices.Delete(slices.Clone(envs), held, held+1))
 	srv := serve(t, p)
 	url := srv.URL + "/ui/experiments/day20/runs/1"
 	want := 4 * podsPerArm
@@ -63,6 +79,11 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 		t.Fatalf("at the first frame: %d lanes drawn, %d chunks on screen not drawn (want some and none)", load.count["drawn"], load.count["pending"])
 	}
 	t.Logf("%s-pod run (%d lanes): %s; %d lanes in the DOM at that frame", label, load.count["all"], load, load.count["drawn"])
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.documentElement.dataset.lanesLoaded`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the chunks' lanes were not fetched: %v", err)
+	}
+	t.Logf("the other chunks' lanes (%d chunks) fetched by %.0f ms after navigation start (the last load)",
+		eval[int](t, ctx, `+document.documentElement.dataset.lanesLoaded`), eval[float64](t, ctx, `+document.documentElement.dataset.lanesLoadedMs`))
 	if walk { // 5,000 lanes are too tall for a screenshot of the whole page
 		screenshot(t, ctx, fmt.Sprintf("run-%d-pods", want))
 	}
@@ -76,18 +97,47 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 	checkLanes(t, "scrolled through", lanes, rows, load.count["all"], want)
 
 	if walk {
+		// Live: the run changes while a lane far down the chart has focus; the page fetches its
+		// view and then the chunks' lanes again, and the same lane, drawn again, keeps focus.
+		uid := late.Pod.UID
+		at := eval[int](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('#pods tbody tr')].findIndex(r => r.dataset.rowUid === %q) + 1`, uid))
+		if at <= liveLanes {
+			t.Fatalf("the held-back pod's lane is %d of the chart, want one left to the script (past %d)", at, liveLanes)
+		}
+		focused := `document.activeElement && document.activeElement.closest('[data-pod-uid]') && document.activeElement.closest('[data-pod-uid]').dataset.podUid || ''`
+		if got := eval[string](t, ctx, fmt.Sprintf(`(async () => {
+			const g = [...document.querySelectorAll('g.lane-chunk')].find(g => { const [a, b] = g.dataset.lanes.split('-').map(Number); return a <= %d && %d <= b; });
+			g.scrollIntoView();
+			await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+			document.querySelector('[data-pod-uid=%q] a').focus();
+			return %s;
+		})()`, at, at, uid, focused), chromedp.EvalAwaitPromise); got != uid {
+			t.Fatalf("focus on %q, want the lane of %s", got, uid)
+		}
+		p.Publish([]*events.Envelope{late})
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`+document.documentElement.dataset.refreshed > 0`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			t.Fatalf("the live page did not fetch its view again: %v", err)
+		}
+		if got := eval[string](t, ctx, focused); got != uid {
+			t.Errorf("after the live update, focus on %q, want the lane of %s", got, uid)
+		}
+
 		lanes := noScriptLanes(t, ctx, url)
 		checkLanes(t, "without script", lanes, rows, load.count["all"], want)
 	}
 }
 
+// liveLanes is timeline.go's: a run page draws its first 100 lanes inline.
+const liveLanes = 100
+
 // runChunk is lanes.go's: lanes are drawn 50 at a time.
 const runChunk = 50
 
-// scrollLanes scrolls the page through the chart a screen at a time, two frames each (ui.js
-// draws the lanes within a screen of the window on the frame after a scroll), collecting the pod
-// of every lane in the DOM.
+// scrollLanes waits (up to 30 s) for ui.js to have fetched the chunks' lanes, then scrolls the
+// page through the chart a screen at a time, two frames each (ui.js draws the lanes within a
+// screen of the window on the frame after a scroll), collecting the pod of every lane in the DOM.
 const scrollLanes = `(async () => {
+	for (let i = 0; i < 600 && !document.documentElement.dataset.lanesLoaded; i++) await new Promise(r => setTimeout(r, 50));
 	const seen = new Set();
 	const end = document.getElementById('timeline').getBoundingClientRect().bottom + scrollY;
 	for (let y = 0; y <= end; y += innerHeight) {
@@ -209,8 +259,12 @@ func timeLoads(t *testing.T, ctx context.Context, url, page string, extra ...str
 	if err != nil {
 		t.Fatal(err)
 	}
+	size, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	t.Logf("server: GET %s %s in %s (%d bytes)", page, resp.Status, time.Since(start).Round(time.Millisecond), resp.ContentLength)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server: GET %s %s in %s (%d bytes)", page, resp.Status, time.Since(start).Round(time.Millisecond), size)
 	counts := append([]string{
 		"lanes", `document.querySelectorAll('[data-pod-uid]').length`,
 		"pods", `document.querySelectorAll('#pods tbody tr').length`,
@@ -235,4 +289,64 @@ func timeLoads(t *testing.T, ctx context.Context, url, page string, extra ...str
 	slices.Sort(l.done)
 	slices.Sort(l.served)
 	return l
+}
+
+// The lanes a run page's script fetches (the chart's data-lanes-url) are, chunk by chunk, the
+// very markup the page drawing every lane inline draws, at the same place; the page itself
+// carries none of them beyond the chunks it draws, and a placeholder for every other chunk.
+func TestFetchedLanesAreThePageLanes(t *testing.T) {
+	p := pipetest.Start(t)
+	cfg := eventgen.Default()
+	cfg.Runs, cfg.PodsPerArm = 1, 60 // 240 pods and 60 outsiders: lanes in chunks, some placeholders
+	p.Publish(eventgen.Generate(cfg))
+	srv := serve(t, p)
+	base := srv.URL + "/ui/experiments/day20/runs/1"
+
+	page := getPage(t, base)
+	url := regexp.MustCompile(`data-lanes-url="([^"]+)"`).FindStringSubmatch(page)
+	if url == nil {
+		t.Fatal("the run page's chart has no data-lanes-url")
+	}
+	if strings.Contains(page, "text/x-schedlens-lanes") {
+		t.Error("the run page carries the lanes it leaves to the script")
+	}
+	placeholders := regexp.MustCompile(`<g class="lane-chunk" id="lanes-\d+" data-lanes="(\d+-\d+)" data-pending="">`).FindAllStringSubmatch(page, -1)
+	lanes := getPage(t, srv.URL+html.UnescapeString(url[1]))
+	all := getPage(t, base+"?lanes=1-"+regexp.MustCompile(`data-lanes="(\d+)"`).FindStringSubmatch(page)[1])
+
+	chunks := regexp.MustCompile(`(?s)<script type="text/x-schedlens-lanes" data-lanes="((\d+)-\d+)">(.*?)</script>`).FindAllStringSubmatch(lanes, -1)
+	got := map[string]bool{}
+	for _, c := range chunks {
+		got[c[1]] = true
+		inline := fmt.Sprintf(`<g class="lane-chunk" id="lanes-%s" data-lanes="%s">%s</g>`, c[2], c[1], c[3])
+		if c[3] == "" || !strings.Contains(all, inline) {
+			t.Errorf("chunk %s: its fetched lanes are not what the page drawing every lane draws there", c[1])
+		}
+	}
+	if len(placeholders) == 0 || len(chunks) < len(placeholders) {
+		t.Fatalf("%d placeholders on the page, %d chunks fetched (want some, and every one)", len(placeholders), len(chunks))
+	}
+	for _, ph := range placeholders {
+		if !got[ph[1]] {
+			t.Errorf("placeholder %s: no lanes fetched for it", ph[1])
+		}
+	}
+	if drawn := regexp.MustCompile(`<g class="lane-chunk" id="lanes-\d+" data-lanes="\d+-\d+">`).FindAllString(all, -1); len(drawn) != len(chunks) {
+		t.Errorf("%d chunks fetched, the page drawing every lane has %d", len(chunks), len(drawn))
+	}
+}
+
+// getPage answers the body of a GET of url, failing the test unless it is 200.
+func getPage(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
 }

@@ -19,7 +19,7 @@ const OutsideGroup = "outside the run (preempted)"
 
 // runFilter narrows and zooms a run timeline: arm and node ("" = all), the time window in
 // seconds from the run's start (nil = the whole run) and the lanes drawn inline (nil = the
-// first chunk; the page's script draws the others as they near the screen).
+// first liveLanes; the page's script draws the others as they near the screen).
 type runFilter struct {
 	Arm, Node string
 	From, To  *float64
@@ -27,8 +27,12 @@ type runFilter struct {
 }
 
 // runChunk is how many lanes of a run page are drawn, or left to draw, together: more than a
-// screen holds (about 35 lanes at 1,000 px).
-const runChunk = 50
+// screen holds (about 35 lanes at 1,000 px). A page draws its first liveLanes inline (the first
+// screen, up to about 2,000 px tall); its script fetches the others' lanes once it has drawn.
+const (
+	runChunk  = 50
+	liveLanes = 2 * runChunk
+)
 
 // runView is the run page's data.
 type runView struct {
@@ -52,6 +56,9 @@ type runView struct {
 	// in a <noscript>); AllLanesURL is the page with every lane inline.
 	Chunked     bool
 	AllLanesURL string
+	// chart is the chart drawn, whose chunks of lanes the page's script fetches (run's
+	// ?partial=lanes).
+	chart lanes
 }
 
 // zoomLinks are a chart's pan and zoom links (template "zoom"); ResetLabel names what Reset
@@ -114,8 +121,8 @@ func deref(s *string) string {
 }
 
 // buildRun lays out a run's timeline and the tables under it; chunkURL is the page that draws a
-// chunk of its lanes inline.
-func buildRun(d report.RunDetail, order []string, f runFilter, chunkURL func(laneRange) string) runView {
+// chunk of its lanes inline, lanesURL the one that answers every chunk's lanes for the script.
+func buildRun(d report.RunDetail, order []string, f runFilter, chunkURL func(laneRange) string, lanesURL string) runView {
 	v := runView{Experiment: d.Experiment, Run: d.Run, Namespace: d.Namespace, Start: d.From, Filter: f,
 		Total: len(d.Pods) + len(d.Outside)}
 	gs := groups(d, order)
@@ -184,7 +191,7 @@ func buildRun(d report.RunDetail, order []string, f runFilter, chunkURL func(lan
 		}
 	}
 	l := lanes{Chart: &chart{from: d.From, lo: lo, hi: hi}, Groups: kept, Marks: ms, Nodes: d.NodeChanges,
-		FailedScheduling: d.FailedScheduling, GPU: d.GPU, Chunk: runChunk, Live: laneRange{1, runChunk}, ChunkURL: chunkURL}
+		FailedScheduling: d.FailedScheduling, GPU: d.GPU, Chunk: runChunk, Live: laneRange{1, liveLanes}, ChunkURL: chunkURL, LanesURL: lanesURL}
 	if f.Lanes != nil {
 		l.Live = *f.Lanes
 	}
@@ -197,6 +204,7 @@ func buildRun(d report.RunDetail, order []string, f runFilter, chunkURL func(lan
 	}
 	l.Title = fmt.Sprintf("Run %s of %s: one lane per pod, %d lanes; the table below lists the same", d.Run, d.Experiment, rows)
 	v.Chart, v.Lanes = l.draw()
+	v.chart = l
 	v.Legend = legend(false)
 	return v
 }

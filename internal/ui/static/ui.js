@@ -1,22 +1,49 @@
 // schedlens web UI: the only script, hand-written, no build step. Every page works without it;
 // it adds live updates of a run page, in-place zoom and pan (buttons, wheel, drag, keys) and
-// auto-submits the filters. On a large run page it draws the lanes as they near the screen
-// (lanes.go leaves them inert after the chart), takes them out again once they are far from it,
-// and builds the pods table once the page has drawn. It also records when the page first drew with the lanes on screen (data-drawn-ms),
-// which the browser test reads.
+// auto-submits the filters. On a large run page it fetches the lanes the server left out once the
+// page has drawn, draws them as they near the screen, takes them out again once they are far from
+// it, and builds the pods table once the page has drawn. It also records when the page first drew
+// with the lanes on screen (data-drawn-ms), which the browser test reads.
 (function () {
   "use strict";
 
-  // placeholders holds the placeholder of each chunk drawn here, to put back once it is far.
-  var placeholders = {};
+  // lanesOf holds each chunk's lanes (markup, by data-lanes), fetched from the chart's
+  // data-lanes-url once the page has drawn; placeholders holds the placeholder of each chunk
+  // drawn here, to put back once it is far.
+  var lanesOf = {}, placeholders = {}, loading = null;
   // drawChunk draws a chunk's lanes in place of its placeholder; it reports whether it did.
   function drawChunk(g) {
-    var s = document.querySelector('script[type="text/x-schedlens-lanes"][data-lanes="' + g.dataset.lanes + '"]');
-    if (!s || !g.hasAttribute("data-pending")) return false;
+    var m = lanesOf[g.dataset.lanes];
+    if (m === undefined || !g.hasAttribute("data-pending")) return false;
     placeholders[g.dataset.lanes] = g.innerHTML;
-    g.innerHTML = s.textContent;
+    g.innerHTML = m;
     g.removeAttribute("data-pending");
     return true;
+  }
+  // loadLanes fetches the lanes of the chart's chunks (lanes.go's inertChunks: each chunk's
+  // lanes as the text of a script of another type, neither run nor parsed into elements) once
+  // per chart, then draws those near the screen; data-lanes-loaded counts the chunks fetched.
+  function loadLanes() {
+    var svg = document.getElementById("timeline"), url = svg && svg.dataset.lanesUrl;
+    if (!url) return Promise.resolve();
+    if (loading && loading.svg === svg) return loading.done;
+    var done = fetch(url, { cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (html) {
+      if (document.getElementById("timeline") !== svg) return; // the view was swapped meanwhile
+      var t = document.createElement("template"), n = 0;
+      t.innerHTML = html;
+      t.content.querySelectorAll('script[type="text/x-schedlens-lanes"]').forEach(function (s) {
+        lanesOf[s.dataset.lanes] = s.textContent;
+        n++;
+      });
+      document.documentElement.dataset.lanesLoadedMs = String(performance.now());
+      document.documentElement.dataset.lanesLoaded = String(n);
+      drawNear(window.innerHeight);
+    }).catch(function (e) { status("lanes not loaded: " + e.message); });
+    loading = { svg: svg, done: done };
+    return done;
   }
   // undrawFar puts the placeholders back of the chunks drawn here that are more than far pixels
   // off the screen (but the focused one), so the page holds a few screens of lanes at most.
@@ -45,14 +72,15 @@
     });
     return near;
   }
-  // drawRest draws the chunks within a screen of it and builds the tables waiting in <noscript>.
+  // drawRest builds the tables waiting in <noscript> and fetches the chunks' lanes (drawing
+  // those within a screen of the window once they are in).
   function drawRest() {
-    drawNear(window.innerHeight);
     document.querySelectorAll("noscript[data-deferred]").forEach(function (n) {
       var t = document.createElement("template");
       t.innerHTML = n.textContent;
       n.replaceWith(t.content);
     });
+    return loadLanes();
   }
   // drawn draws the lanes on screen, then records the start of the next frame (data-drawn-ms:
   // its style, layout and paint follow), the lanes in the DOM then and the chunks on screen not
@@ -118,19 +146,22 @@
       return r.text();
     }).then(function (html) {
       view().innerHTML = html;
+      lanesOf = {};
       placeholders = {};
-      drawRest();
-      if (lane) {
+      if (wasChart) {
+        var c = document.querySelector("[data-zoomable]");
+        if (c) c.focus();
+      }
+      return drawRest();
+    }).then(function () {
+      if (lane) { // its chunk drawn, wherever it now is
         var uid = lane.dataset.podUid;
-        document.querySelectorAll('script[type="text/x-schedlens-lanes"]').forEach(function (s) {
-          var g = s.textContent.indexOf(uid) >= 0 && document.querySelector('g.lane-chunk[data-lanes="' + s.dataset.lanes + '"]');
+        Object.keys(lanesOf).forEach(function (r) {
+          var g = lanesOf[r].indexOf(uid) >= 0 && document.querySelector('g.lane-chunk[data-lanes="' + r + '"]');
           if (g) drawChunk(g);
         });
         var a = document.querySelector('[data-pod-uid="' + uid + '"] a');
         if (a) a.focus();
-      } else if (wasChart) {
-        var c = document.querySelector("[data-zoomable]");
-        if (c) c.focus();
       }
       document.documentElement.dataset.refreshed = String((+document.documentElement.dataset.refreshed || 0) + 1);
     }).catch(function (e) { status("update failed: " + e.message); })
