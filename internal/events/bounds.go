@@ -49,8 +49,9 @@ type DecodeOption func(*decodeOptions)
 
 type decodeOptions struct {
 	now func() time.Time
-	// unmarshal reads a whole JSON value into a Go value on the fast path (unmarshalV2; tests
-	// compare it with encoding/json's, unmarshalV1 in export_test.go).
+	// unmarshal reads a whole JSON value into a Go value on the fast path; nil is json/v2
+	// (unmarshalV2), with the payload read in the envelope's own pass when kind comes first
+	// (decodeOnePass). Tests set encoding/json's (unmarshalV1 in export_test.go) to compare.
 	unmarshal func([]byte, any) error
 }
 

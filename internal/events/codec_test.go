@@ -844,3 +844,35 @@ func TestEncodeWithoutPayloadWritesData(t *testing.T) {
 		t.Errorf("Data mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// Decode reads the payload in the envelope's own pass when kind comes before data, as every
+// schedlens writer puts it, and the other way when it does not: the same envelope either way.
+func TestDecodeReadsKindFirstInOnePass(t *testing.T) {
+	for _, tt := range validCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := []byte(tt.msg)
+			if kindFirst := bytes.Index(msg, []byte(`"kind"`)) < bytes.Index(msg, []byte(`"data"`)); events.ReadInOnePass(msg) != kindFirst {
+				t.Errorf("read in one pass: %t, want %t (kind before data)", !kindFirst, kindFirst)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(msg, &m); err != nil {
+				t.Fatal(err)
+			}
+			dataFirst, err := json.Marshal(m) // names sorted: data before kind
+			if err != nil {
+				t.Fatal(err)
+			}
+			if events.ReadInOnePass(dataFirst) {
+				t.Errorf("data before kind read in one pass: %s", dataFirst)
+			}
+			one, err1 := events.Decode(msg)
+			two, err2 := events.Decode(dataFirst)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("Decode: %v; data first: %v", err1, err2)
+			}
+			if diff := cmp.Diff(one, two, ignoreBytes); diff != "" {
+				t.Errorf("kind first and data first read differently (-kind first +data first):\n%s", diff)
+			}
+		})
+	}
+}

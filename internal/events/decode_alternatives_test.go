@@ -32,9 +32,10 @@ func payloadOf(k events.Kind) any {
 
 // BenchmarkDecodeAlternatives decodes the same envelopes, envelope then typed payload, with each
 // JSON library considered for the correlator (docs/architecture.md#decoding): events.Decode as
-// it is (with its checks), and the bare two-step decode with encoding/json, json/v2
-// (go-json-experiment) with its own and with v1 semantics, goccy/go-json and
-// segmentio/encoding. MB/s is over the envelopes' bytes.
+// it is (with its checks; reading the payload again from data; and with encoding/json as
+// before json/v2), and the bare two-step decode with encoding/json, json/v2 (go-json-experiment)
+// with its own semantics, with v1 semantics and with v1 semantics but for the syntax prescan of
+// v1's error reporting, goccy/go-json and segmentio/encoding. MB/s is over the envelopes' bytes.
 func BenchmarkDecodeAlternatives(b *testing.B) {
 	var size int64
 	for _, m := range decodeMix {
@@ -62,19 +63,26 @@ func BenchmarkDecodeAlternatives(b *testing.B) {
 		}
 	}
 	v1sem := jsonv1opts.DefaultOptionsV1()
-	b.Run("events.Decode", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			for _, m := range msgs {
-				if _, err := events.Decode(m); err != nil {
-					b.Fatal(err)
+	v1semNoPrescan := jsonv2.JoinOptions(v1sem, jsonv1opts.ReportErrorsWithLegacySemantics(false))
+	decode := func(d func([]byte, ...events.DecodeOption) (*events.Envelope, error)) func(*testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(size)
+			for b.Loop() {
+				for _, m := range msgs {
+					if _, err := d(m); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		}
-	})
+	}
+	b.Run("events.Decode", decode(events.Decode))
+	b.Run("events.Decode-two-pass", decode(events.DecodeTwoPass))
+	b.Run("events.Decode-encoding-json", decode(events.DecodeV1))
 	b.Run("encoding-json", twoStep(stdjson.Unmarshal))
 	b.Run("json-v2", twoStep(func(in []byte, out any) error { return jsonv2.Unmarshal(in, out) }))
 	b.Run("json-v2-v1-semantics", twoStep(func(in []byte, out any) error { return jsonv2.Unmarshal(in, out, v1sem) }))
+	b.Run("json-v2-v1-semantics-no-prescan", twoStep(func(in []byte, out any) error { return jsonv2.Unmarshal(in, out, v1semNoPrescan) }))
 	b.Run("goccy-go-json", twoStep(goccy.Unmarshal))
 	b.Run("segmentio-encoding", twoStep(segment.Unmarshal))
 }

@@ -25,3 +25,16 @@ func unmarshalV1(raw []byte, dst any) error {
 	}
 	return nil
 }
+
+// ReadInOnePass says whether Decode reads msg's payload in the envelope's own pass
+// (decodeOnePass) rather than reading data again.
+func ReadInOnePass(msg []byte) bool {
+	var env Envelope
+	return decodeOnePass(bytes.TrimSpace(msg), &env) != nil
+}
+
+// DecodeTwoPass is Decode reading the payload again from data even when kind comes first (as
+// before decodeOnePass), for the benchmarks to set beside it.
+func DecodeTwoPass(b []byte, opts ...DecodeOption) (*Envelope, error) {
+	return Decode(b, append(opts, func(o *decodeOptions) { o.unmarshal = unmarshalV2 })...)
+}
