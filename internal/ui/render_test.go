@@ -17,8 +17,9 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/api/apitest"
 	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pipetest"
 )
 
@@ -302,7 +303,7 @@ func TestFetchedLanesAreThePageLanes(t *testing.T) {
 	srv := serve(t, p)
 	base := srv.URL + "/ui/experiments/day20/runs/1"
 
-	page := getPage(t, base)
+	page := string(apitest.Get(t, base))
 	url := regexp.MustCompile(`data-lanes-url="([^"]+)"`).FindStringSubmatch(page)
 	if url == nil {
 		t.Fatal("the run page's chart has no data-lanes-url")
@@ -311,8 +312,8 @@ func TestFetchedLanesAreThePageLanes(t *testing.T) {
 		t.Error("the run page carries the lanes it leaves to the script")
 	}
 	placeholders := regexp.MustCompile(`<g class="lane-chunk" id="lanes-\d+" data-lanes="(\d+-\d+)" data-pending="">`).FindAllStringSubmatch(page, -1)
-	lanes := getPage(t, srv.URL+html.UnescapeString(url[1]))
-	all := getPage(t, base+"?lanes=1-"+regexp.MustCompile(`data-lanes="(\d+)"`).FindStringSubmatch(page)[1])
+	lanes := string(apitest.Get(t, srv.URL+html.UnescapeString(url[1])))
+	all := string(apitest.Get(t, base+"?lanes=1-"+regexp.MustCompile(`data-lanes="(\d+)"`).FindStringSubmatch(page)[1]))
 
 	chunks := regexp.MustCompile(`(?s)<script type="text/x-schedlens-lanes" data-lanes="((\d+)-\d+)">(.*?)</script>`).FindAllStringSubmatch(lanes, -1)
 	got := map[string]bool{}
@@ -334,19 +335,4 @@ func TestFetchedLanesAreThePageLanes(t *testing.T) {
 	if drawn := regexp.MustCompile(`<g class="lane-chunk" id="lanes-\d+" data-lanes="\d+-\d+">`).FindAllString(all, -1); len(drawn) != len(chunks) {
 		t.Errorf("%d chunks fetched, the page drawing every lane has %d", len(chunks), len(drawn))
 	}
-}
-
-// getPage answers the body of a GET of url, failing the test unless it is 200.
-func getPage(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	return string(b)
 }
