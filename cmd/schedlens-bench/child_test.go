@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,3 +58,35 @@ func TestModeUsage(t *testing.T) {
 type discard struct{}
 
 func (*discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// The memory bench's child runs from a copy of the executable: the same bytes, executable, in
+// the directory given, not the bench's own file.
+func TestFreshExecutable(t *testing.T) {
+	dir := t.TempDir()
+	path, err := freshExecutable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(path) != dir || path == exe || !bytes.Equal(got, want) || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("copy %s (mode %v, %d bytes) of %s (%d bytes): want an executable copy in %s", path, fi.Mode(), len(got), exe, len(want), dir)
+	}
+	if _, err := freshExecutable(dir); err == nil {
+		t.Error("a second copy into the same directory overwrote the first")
+	}
+}

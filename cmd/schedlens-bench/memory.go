@@ -151,7 +151,16 @@ func runMemory(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.memory.memLimit != "" {
 		env = []string{"GOMEMLIMIT=" + o.memory.memLimit}
 	}
-	c, err := startChild(childCollector, args, env, stderr)
+	dir, err := os.MkdirTemp("", "schedlens-bench-memory-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	exe, err := freshExecutable(dir)
+	if err != nil {
+		return err
+	}
+	c, err := startChildFrom(exe, childCollector, args, env, stderr)
 	if err != nil {
 		return err
 	}
