@@ -66,6 +66,9 @@ func runRender(t *testing.T, podsPerArm int, label string, walk bool) {
 			held = i
 		}
 	}
+	if held < 0 {
+		t.Fatal("the generated run has no request about a pod of arm sharing to hold back")
+	}
 	late := envs[held]
 	p.Publish(slices.Delete(slices.Clone(envs), held, held+1))
 	srv := serve(t, p)
@@ -134,11 +137,10 @@ const liveLanes = 100
 // runChunk is lanes.go's: lanes are drawn 50 at a time.
 const runChunk = 50
 
-// scrollLanes waits (up to 30 s) for ui.js to have fetched the chunks' lanes, then scrolls the
-// page through the chart a screen at a time, two frames each (ui.js draws the lanes within a
-// screen of the window on the frame after a scroll), collecting the pod of every lane in the DOM.
+// scrollLanes scrolls the page, its chunks' lanes fetched (runRender waits for that), through the
+// chart a screen at a time, two frames each (ui.js draws the lanes within a screen of the window
+// on the frame after a scroll), collecting the pod of every lane in the DOM.
 const scrollLanes = `(async () => {
-	for (let i = 0; i < 600 && !document.documentElement.dataset.lanesLoaded; i++) await new Promise(r => setTimeout(r, 50));
 	const seen = new Set();
 	const end = document.getElementById('timeline').getBoundingClientRect().bottom + scrollY;
 	for (let y = 0; y <= end; y += innerHeight) {
