@@ -46,6 +46,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.Correlator.Consumer, "consumer", "SCHEDLENS_CONSUMER", def.Consumer, "durable JetStream consumer name (replicas share it)")
 	fs.Int(&o.Correlator.BatchSize, "batch-size", "SCHEDLENS_BATCH_SIZE", def.BatchSize, "most messages stored per transaction")
 	fs.Duration(&o.Correlator.BatchWait, "batch-wait", "SCHEDLENS_BATCH_WAIT", def.BatchWait, "longest wait for a batch to fill")
+	fs.Int(&o.Correlator.ConcurrentBatches, "concurrent-batches", "SCHEDLENS_CONCURRENT_BATCHES", def.ConcurrentBatches,
+		"batches stored at once, each in its own transaction and Postgres connection (1 to 16)")
 	fs.Duration(&o.Correlator.AckWait, "ack-wait", "SCHEDLENS_ACK_WAIT", def.AckWait, "redeliver a message not acknowledged within this time")
 	fs.Duration(&o.Correlator.RetryDelay, "retry-delay", "SCHEDLENS_RETRY_DELAY", def.RetryDelay, "redelivery delay after a transient database failure")
 	o.Stream = bus.DefaultStreamConfig()
@@ -93,6 +95,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return config.Usagef("-gpu-idle-threshold must be in 0..100")
 	}
+	if err := correlator.Check(o.Correlator); err != nil {
+		fs.Usage()
+		return config.Usagef("%v", err)
+	}
 	o.IdleThreshold = new(float64(idle))
 	logger, err := proc.Start(stderr, "correlator", getenv)
 	if err != nil {
@@ -130,9 +136,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.WarmInterval == 0 {
 		o.WarmInterval = -1
-	}
-	if err := correlator.Check(o.Correlator); err != nil {
-		return config.Usagef("%v", err)
 	}
 	return correlatorapp.Run(ctx, o)
 }

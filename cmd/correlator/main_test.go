@@ -35,6 +35,8 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 		{[]string{"migrate", "-database-url", url, "-log-level", "loud"}, `bad -log-level "loud"`},
 		{[]string{"migrate", "-database-url", url, "-gpu-idle-threshold", "101"}, `-gpu-idle-threshold must be in 0..100`},
 		{[]string{"migrate", "-database-url", url, "-comparison-warm-interval", "soon"}, `-comparison-warm-interval`},
+		{[]string{"serve", "-database-url", url, "-concurrent-batches", "0"}, `concurrent batches must be between 1 and 16, got 0`},
+		{[]string{"serve", "-database-url", url, "-concurrent-batches", "17"}, `concurrent batches must be between 1 and 16, got 17`},
 	} {
 		var stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"correlator"}, tc.args...), env, &bytes.Buffer{}, &stderr)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -84,7 +85,9 @@ type lagReport struct {
 	DrainSeconds    float64 `json:"drain_seconds"`
 	BatchSize       int     `json:"correlator_batch_size"`
 	BatchWait       string  `json:"correlator_batch_wait"`
-	Lag             struct {
+	// ConcurrentBatches is the correlator's -concurrent-batches (the bench's own flag).
+	ConcurrentBatches int `json:"correlator_concurrent_batches"`
+	Lag               struct {
 		Samples    int     `json:"samples"`
 		Invisible  int     `json:"never_visible"`
 		P50        float64 `json:"p50_seconds"`
@@ -167,10 +170,12 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	ccfg := correlator.DefaultConfig() // the correlator's own defaults: the lag a deployment sees
+	ccfg.ConcurrentBatches = o.concurrentBatches
 	consumer := "schedlens-bench-lag-" + runID
 	childArgs := []string{
 		"-nats-url", natsURL, "-database-url", dbURL, "-consumer", consumer,
 		"-stream-max-bytes", fmt.Sprint(sc.MaxBytes), "-log-level", o.log.Level,
+		"-concurrent-batches", fmt.Sprint(ccfg.ConcurrentBatches),
 	}
 	if o.cpuProfile != "" {
 		childArgs = append(childArgs, "-cpu-profile", o.cpuProfile+"-lag-correlator.pprof")
@@ -220,7 +225,12 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- pub.Run(pubCtx) }()
 
-	r := lagReport{Rate: o.lag.rate, DurationSeconds: o.lag.duration.Seconds(), BatchSize: ccfg.BatchSize, BatchWait: ccfg.BatchWait.String()}
+	stopProfile, err := startProfile(o.cpuProfile, "-lag-bench.pprof")
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	r := lagReport{Rate: o.lag.rate, DurationSeconds: o.lag.duration.Seconds(), BatchSize: ccfg.BatchSize, BatchWait: ccfg.BatchWait.String(), ConcurrentBatches: ccfg.ConcurrentBatches}
 	samples := make(chan lagSample, 1<<16)
 	lags := make(chan lagResult, 1)
 	go func() { lags <- api.await(ctx, samples) }()
@@ -234,6 +244,7 @@ func runLag(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	offered, err := pace(ctx, pub, envs, o.lag, start, samples)
 	close(samples)
 	window := time.Since(start)
+	stopProfile()
 	stopSampling()
 	infos := <-pending
 	if err != nil {
@@ -567,8 +578,8 @@ func (r *lagReport) fillLag(res lagResult) {
 }
 
 func (r lagReport) print(w io.Writer) {
-	fmt.Fprintf(w, "schedlens-bench -lag: eventgen events at %d/s for %s through the collector's publisher → JetStream → correlator (child process; batch %d, wait %s) → Postgres → api\n",
-		r.Rate, time.Duration(r.DurationSeconds*float64(time.Second)), r.BatchSize, r.BatchWait)
+	fmt.Fprintf(w, "schedlens-bench -lag: eventgen events at %d/s for %s through the collector's publisher → JetStream → correlator (child process; batch %d, wait %s, %d concurrent batches) → Postgres → api\n",
+		r.Rate, time.Duration(r.DurationSeconds*float64(time.Second)), r.BatchSize, r.BatchWait, r.ConcurrentBatches)
 	fmt.Fprintf(w, "  offered to the publisher       %8d events  %8.0f/s  (asked %d/s)\n", r.Offered, r.OfferedRate, r.Rate)
 	fmt.Fprintf(w, "  acknowledged by JetStream      %8d events  %8.0f/s  (within the window)\n", r.Acked, r.AckedRate)
 	fmt.Fprintf(w, "  visible in GET /v1/stats       %8d events  %.2f s after the window\n", r.Stored, r.DrainSeconds)
@@ -618,6 +629,24 @@ func migrate(ctx context.Context, dbURL string, logger *slog.Logger) error {
 	return db.Migrate(ctx)
 }
 
+// startProfile starts a CPU profile of this process into prefix+suffix when prefix is set;
+// the function it returns stops it (once, however often it is called).
+func startProfile(prefix, suffix string) (func(), error) {
+	if prefix == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(prefix + suffix)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }, nil
+}
+
 // runCorrelatorChild is the correlator child of -lag: correlatorapp.Run, as `correlator serve`.
 func runCorrelatorChild(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newChildFlags(childCorrelator, stderr)
@@ -626,6 +655,7 @@ func runCorrelatorChild(ctx context.Context, args []string, _, stderr io.Writer)
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "")
 	fs.StringVar(&o.Correlator.Consumer, "consumer", "", "")
 	fs.Int64Var(&o.Stream.MaxBytes, "stream-max-bytes", 0, "")
+	fs.IntVar(&o.Correlator.ConcurrentBatches, "concurrent-batches", o.Correlator.ConcurrentBatches, "")
 	var profile string
 	fs.StringVar(&profile, "cpu-profile", "", "")
 	logger, err := fs.parse(args)

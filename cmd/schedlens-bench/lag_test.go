@@ -1,16 +1,23 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 )
 
 // TestLagSmoke runs -lag for two seconds at 200 events/s against the real Postgres, with the
 // correlator in a child process (this test binary, see TestMain), and checks the figures are
-// there and consistent. It asserts no lag or rate: figures are for people.
+// there and consistent, and that -cpu-profile wrote the correlator child's profile and this
+// process's. It asserts no lag or rate: figures are for people.
 func TestLagSmoke(t *testing.T) {
-	out := smoke(t, 3*time.Minute, "-lag", "-lag-rate", "200", "-lag-duration", "2s", "-admin-database-url", adminURL(t))
+	prof := filepath.Join(t.TempDir(), "cpu")
+	out := smoke(t, 3*time.Minute, "-lag", "-lag-rate", "200", "-lag-duration", "2s", "-concurrent-batches", "3",
+		"-cpu-profile", prof, "-admin-database-url", adminURL(t))
 	for _, want := range []string{
 		"offered to the publisher", "acknowledged by JetStream", "visible in GET /v1/stats",
 		"lag event → visible in the api: p50 ", "(target p99 < 1 s at 10000/s)", "method: ",
@@ -22,6 +29,19 @@ func TestLagSmoke(t *testing.T) {
 	}
 	var r lagReport
 	lastJSON(t, out, &r)
+	if r.ConcurrentBatches != 3 || !strings.Contains(out, "3 concurrent batches") {
+		t.Errorf("the report says %d concurrent batches; want the 3 of -concurrent-batches", r.ConcurrentBatches)
+	}
+	for _, suffix := range []string{"-lag-correlator.pprof", "-lag-bench.pprof"} {
+		b, err := os.ReadFile(prof + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A profile of a few quiet seconds may hold no sample: its kind is what is checked.
+		if p, err := profile.ParseData(b); err != nil || p.PeriodType == nil || p.PeriodType.Type != "cpu" {
+			t.Errorf("%s: %v; want a CPU profile", suffix, err)
+		}
+	}
 	if r.Offered <= 0 || r.Offered > 401 {
 		t.Errorf("offered %d events; want some, at most 2 s × 200/s", r.Offered)
 	}

@@ -78,9 +78,11 @@ type options struct {
 	naiveRows int
 	batchSize int
 	batchWait time.Duration
-	natsURL   string
-	adminURL  string
-	json      bool
+	// concurrentBatches: the correlator's -concurrent-batches in the end-to-end phase.
+	concurrentBatches int
+	natsURL           string
+	adminURL          string
+	json              bool
 	// cpuProfile: each timed end-to-end phase's CPU profile is written to
 	// <cpuProfile>-<mix>-<events>.pprof (go tool pprof).
 	cpuProfile string
@@ -109,10 +111,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int(&o.naiveRows, "naive-rows", "", defaultNaiveRows, "rows the naive INSERT baseline times at each size (its rate is per row)")
 	fs.Int(&o.batchSize, "batch-size", envBatchSize, 1000, "correlator batch size, also the CopyFrom chunk size")
 	fs.Duration(&o.batchWait, "batch-wait", envBatchWait, 100*time.Millisecond, "correlator batch wait")
+	fs.Int(&o.concurrentBatches, "concurrent-batches", "", correlator.DefaultConfig().ConcurrentBatches, "batches the correlator stores at once (its -concurrent-batches)")
 	fs.String(&o.natsURL, "nats-url", envNATSURL, "", "external NATS server with JetStream (default: an in-process server in a temp dir per measurement); its SCHEDLENS stream must be empty and unconsumed")
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
-	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof; with -lag, the correlator child's to this path + -lag-correlator.pprof")
+	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof; with -lag, the correlator child's to this path + -lag-correlator.pprof and this process's over the publishing window (publisher, in-process nats-server, api, poller) to this path + -lag-bench.pprof")
 	o.log.Define(fs)
 	o.lag.define(fs)
 	o.memory.define(fs)
@@ -172,7 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runSoak(ctx, pg, o, so, stdout, logger, corrLogger)
 	}
 
-	r := report{BatchSize: o.batchSize, BatchWait: o.batchWait.String(), NaiveRows: o.naiveRows}
+	r := report{BatchSize: o.batchSize, BatchWait: o.batchWait.String(), ConcurrentBatches: o.concurrentBatches, NaiveRows: o.naiveRows}
 	r.Targets.VsCopyFrom, r.Targets.LargestOverSmallest, r.Targets.PodsLargestVsCopyFrom = targetVsCopyFrom, targetFlat, targetPods1M
 	for _, m := range o.mixes {
 		mr := mixReport{Mix: m.name, Shape: m.shape}
@@ -207,6 +210,11 @@ func (o *options) check() error {
 		return config.Usagef("-batch-size must be positive, got %d", o.batchSize)
 	case o.batchWait <= 0:
 		return config.Usagef("-batch-wait must be positive, got %s", o.batchWait)
+	}
+	cfg := correlator.DefaultConfig()
+	cfg.ConcurrentBatches = o.concurrentBatches
+	if err := correlator.Check(cfg); err != nil {
+		return config.Usagef("-concurrent-batches: %v", err)
 	}
 	if o.n > 0 {
 		o.sizes = []int{o.n}
@@ -259,6 +267,7 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 	cfg := correlator.DefaultConfig()
 	cfg.Consumer = "schedlens-bench-" + randomHex(4)
 	cfg.BatchSize, cfg.BatchWait = o.batchSize, o.batchWait
+	cfg.ConcurrentBatches = o.concurrentBatches
 	profile := ""
 	if o.cpuProfile != "" {
 		profile = fmt.Sprintf("%s-%s-%d.pprof", o.cpuProfile, m.name, n)
@@ -303,11 +312,12 @@ type mixReport struct {
 
 // report is everything the bench prints, also as JSON with -json.
 type report struct {
-	BatchSize int         `json:"batch_size"`
-	BatchWait string      `json:"batch_wait"`
-	NaiveRows int         `json:"naive_rows"`
-	Mixes     []mixReport `json:"mixes"`
-	Targets   struct {
+	BatchSize         int         `json:"batch_size"`
+	BatchWait         string      `json:"batch_wait"`
+	ConcurrentBatches int         `json:"concurrent_batches"`
+	NaiveRows         int         `json:"naive_rows"`
+	Mixes             []mixReport `json:"mixes"`
+	Targets           struct {
 		VsCopyFrom            float64 `json:"end_to_end_over_raw_copy_from"`
 		LargestOverSmallest   float64 `json:"largest_over_smallest_end_to_end"`
 		PodsLargestVsCopyFrom float64 `json:"pods_largest_end_to_end_over_raw_copy_from"`
@@ -315,8 +325,8 @@ type report struct {
 }
 
 func (r report) print(w io.Writer) {
-	fmt.Fprintf(w, "schedlens-bench: batch size %d, batch wait %s; naive INSERT times the first %d rows of each size (its rate is per row)\n",
-		r.BatchSize, r.BatchWait, r.NaiveRows)
+	fmt.Fprintf(w, "schedlens-bench: batch size %d, batch wait %s, %d concurrent batches; naive INSERT times the first %d rows of each size (its rate is per row)\n",
+		r.BatchSize, r.BatchWait, r.ConcurrentBatches, r.NaiveRows)
 	for _, m := range r.Mixes {
 		fmt.Fprintf(w, "\nmix %s (%s)\n", m.Mix, m.Shape)
 		fmt.Fprintf(w, "  %9s  %14s  %14s  %14s  %14s  %10s\n", "events", "end to end/s", "CopyFrom/s", "naive/s", "e2e/CopyFrom", "e2e/naive")

@@ -80,6 +80,7 @@ func TestFlagsRejected(t *testing.T) {
 		{"-lag", "-lag-duration", "0s"},
 		{"-lag", "-reads"},
 		{"-lag", "-memory"},
+		{"-concurrent-batches", "0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"schedlens-bench", "-admin-database-url", "postgres://127.0.0.1:1/x"}, args...), noEnv, &stdout, &stderr)
@@ -92,14 +93,14 @@ func TestFlagsRejected(t *testing.T) {
 // -n is one size, and the mixes generate exactly the events asked for, with ids no other size
 // or mix shares, and the shapes they claim.
 func TestSizesAndMixes(t *testing.T) {
-	o := options{n: 1234, sizesFlag: defaultSizes, mixFlag: "both", naiveRows: 1, batchSize: 1, batchWait: time.Second}
+	o := options{n: 1234, sizesFlag: defaultSizes, mixFlag: "both", naiveRows: 1, batchSize: 1, batchWait: time.Second, concurrentBatches: 1}
 	if err := o.check(); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{1234}, o.sizes); diff != "" {
 		t.Errorf("sizes with -n (-want +got):\n%s", diff)
 	}
-	o = options{sizesFlag: defaultSizes, mixFlag: "pods", naiveRows: 1, batchSize: 1, batchWait: time.Second}
+	o = options{sizesFlag: defaultSizes, mixFlag: "pods", naiveRows: 1, batchSize: 1, batchWait: time.Second, concurrentBatches: 1}
 	if err := o.check(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/schedlens/schedlens/internal/bus"
 	"github.com/schedlens/schedlens/internal/events"
@@ -24,15 +25,23 @@ type Config struct {
 	BatchWait  time.Duration // longest wait for a batch to fill
 	AckWait    time.Duration // redelivery after this long without an ack
 	RetryDelay time.Duration // redelivery delay after a transient failure
+	// ConcurrentBatches is how many batches are stored at once, each in its own transaction on
+	// its own connection: while one waits on Postgres's commit or its row locks, another is
+	// copied. 0 means the default.
+	ConcurrentBatches int
 
 	// BeforeAck, when set, runs after a batch is committed and before it is acknowledged; an
 	// error stops Run there, as a crash would. It exists for fault-injection tests.
 	BeforeAck func(committed int) error
 }
 
+// maxConcurrentBatches bounds -concurrent-batches: each batch being stored holds a Postgres
+// connection (the pool has pool_max_conns of the database URL, by default 4 or the CPUs).
+const maxConcurrentBatches = 16
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{Consumer: "correlator", BatchSize: 500, BatchWait: 200 * time.Millisecond, AckWait: 60 * time.Second, RetryDelay: 2 * time.Second}
+	return Config{Consumer: "correlator", BatchSize: 500, BatchWait: 200 * time.Millisecond, ConcurrentBatches: 2, AckWait: 60 * time.Second, RetryDelay: 2 * time.Second}
 }
 
 // Check reports a setting New would refuse.
@@ -42,6 +51,9 @@ func Check(cfg Config) error {
 	}
 	if cfg.BatchWait <= 0 {
 		return fmt.Errorf("batch wait must be positive, got %s", cfg.BatchWait)
+	}
+	if cfg.ConcurrentBatches < 1 || cfg.ConcurrentBatches > maxConcurrentBatches {
+		return fmt.Errorf("concurrent batches must be between 1 and %d, got %d", maxConcurrentBatches, cfg.ConcurrentBatches)
 	}
 	return nil
 }
@@ -63,6 +75,9 @@ func New(js jetstream.JetStream, db *store.DB, cfg Config, logger *slog.Logger, 
 	if cfg.Consumer == "" {
 		cfg.Consumer = def.Consumer
 	}
+	if cfg.ConcurrentBatches == 0 {
+		cfg.ConcurrentBatches = def.ConcurrentBatches
+	}
 	if err := Check(cfg); err != nil {
 		return nil, err
 	}
@@ -83,11 +98,12 @@ func New(js jetstream.JetStream, db *store.DB, cfg Config, logger *slog.Logger, 
 // committed and acknowledged — before Run returns.
 func (c *Correlator) Run(ctx context.Context) error {
 	cons, err := c.js.CreateOrUpdateConsumer(ctx, bus.StreamName, jetstream.ConsumerConfig{
-		Durable:       c.cfg.Consumer,
-		Description:   "schedlens correlator: events into Postgres",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.cfg.AckWait,
-		MaxAckPending: max(4*c.cfg.BatchSize, 1000),
+		Durable:     c.cfg.Consumer,
+		Description: "schedlens correlator: events into Postgres",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     c.cfg.AckWait,
+		// Room for a batch being fetched, one waiting and each being stored.
+		MaxAckPending: max((c.cfg.ConcurrentBatches+2)*c.cfg.BatchSize, 1000),
 		MaxDeliver:    -1,
 	})
 	if err != nil {
@@ -103,14 +119,27 @@ func (c *Correlator) Run(ctx context.Context) error {
 	batches, abort := make(chan []*item, 1), make(chan struct{})
 	defer close(abort)
 	go c.fetch(ctx, cons, batches, abort)
-	for items := range batches {
-		// A fetched batch is finished even if ctx ends meanwhile: stopping halfway would
-		// only cause a redelivery, but finishing it keeps shutdown clean.
-		if err := c.process(context.WithoutCancel(ctx), items); err != nil {
-			return err
-		}
+	// Each of ConcurrentBatches stores the batches it takes in turn, in its own transaction, as
+	// that many correlators sharing the consumer would: their locks are taken in key order
+	// (store.Append), so they wait for each other's rows but never deadlock. One that fails
+	// stops the others after the batch they hold.
+	g, failed := errgroup.WithContext(context.WithoutCancel(ctx))
+	for range c.cfg.ConcurrentBatches {
+		g.Go(func() error {
+			for items := range batches {
+				// A fetched batch is finished even if ctx ends meanwhile: stopping halfway
+				// would only cause a redelivery, but finishing it keeps shutdown clean.
+				if err := c.process(context.WithoutCancel(ctx), items); err != nil {
+					return err
+				}
+				if failed.Err() != nil {
+					return nil
+				}
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // fetch pulls and decodes batches into out until ctx ends, then closes out; every batch it

@@ -3,9 +3,11 @@ package correlator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,38 +203,89 @@ func TestStoresEventsAndDeadLettersEachKindOfPoison(t *testing.T) {
 	e.checkTimelines(envs)
 }
 
-// A consumer killed after commit and before ack: the batch is redelivered to the next one,
-// stored again as duplicates, and nothing is lost or counted twice.
+// A consumer killed after commit and before ack: the batches it held are redelivered to the
+// next one, stored again as duplicates, and nothing is lost or counted twice. Storing batches
+// at once, it can have committed one per concurrent batch when it dies.
 func TestCrashBetweenCommitAndAckLosesAndDoublesNothing(t *testing.T) {
+	t.Parallel()
+	for _, concurrent := range []int{1, 2} {
+		t.Run(fmt.Sprintf("concurrent-batches=%d", concurrent), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			envs := eventgen.Generate(eventgen.Default())
+			e.publish(envs)
+
+			crash := errors.New("killed between commit and ack")
+			cfg := testConfig()
+			cfg.ConcurrentBatches = concurrent
+			cfg.BeforeAck = func(int) error { return crash }
+			_, done := e.start(cfg, prometheus.NewRegistry())
+			select {
+			case err := <-done:
+				if !errors.Is(err, crash) {
+					t.Fatalf("first correlator ended with %v, want the crash", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("first correlator never committed a batch")
+			}
+			if committed := e.stats().EventsTotal; committed == 0 || committed > int64(concurrent*cfg.BatchSize) {
+				t.Fatalf("after the crash %d events are stored, want at most one batch per concurrent batch (1..%d)", committed, concurrent*cfg.BatchSize)
+			}
+
+			reg := prometheus.NewRegistry()
+			e.start(testConfig(), reg)
+			e.drained("correlator")
+			if got := e.stats().EventsTotal; got != int64(len(envs)) {
+				t.Errorf("events stored = %d, want %d", got, len(envs))
+			}
+			if got := metricstest.Value(t, reg, "schedlens_correlator_duplicates_total"); got == 0 {
+				t.Error("the redelivered batch was not seen as duplicates")
+			}
+			e.checkTimelines(envs)
+		})
+	}
+}
+
+// With -concurrent-batches 2 two batches are in their transactions at once: each batch's
+// BeforeAck (after its commit) waits for the other's, which can only come while it waits.
+// Stored one batch at a time, the first would wait alone and the test fails.
+func TestBatchesAreStoredConcurrently(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	envs := eventgen.Generate(eventgen.Default())
 	e.publish(envs)
 
-	crash := errors.New("killed between commit and ack")
 	cfg := testConfig()
-	cfg.BeforeAck = func(int) error { return crash }
+	cfg.ConcurrentBatches = 2
+	var (
+		mu      sync.Mutex
+		waiting int
+		met     = make(chan struct{})
+	)
+	cfg.BeforeAck = func(int) error {
+		mu.Lock()
+		if waiting++; waiting == 2 {
+			close(met)
+		}
+		mu.Unlock()
+		select {
+		case <-met:
+			return nil
+		case <-time.After(20 * time.Second):
+			return errors.New("no second batch was stored while the first waited to be acknowledged")
+		}
+	}
 	_, done := e.start(cfg, prometheus.NewRegistry())
 	select {
+	case <-met:
 	case err := <-done:
-		if !errors.Is(err, crash) {
-			t.Fatalf("first correlator ended with %v, want the crash", err)
-		}
+		t.Fatalf("correlator stopped: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("first correlator never committed a batch")
+		t.Fatal("two batches were never in flight at once")
 	}
-	if committed := e.stats().EventsTotal; committed == 0 || committed > int64(cfg.BatchSize) {
-		t.Fatalf("after the crash %d events are stored, want one batch (1..%d)", committed, cfg.BatchSize)
-	}
-
-	reg := prometheus.NewRegistry()
-	e.start(testConfig(), reg)
 	e.drained("correlator")
 	if got := e.stats().EventsTotal; got != int64(len(envs)) {
 		t.Errorf("events stored = %d, want %d", got, len(envs))
-	}
-	if got := metricstest.Value(t, reg, "schedlens_correlator_duplicates_total"); got == 0 {
-		t.Error("the redelivered batch was not seen as duplicates")
 	}
 	e.checkTimelines(envs)
 }

@@ -87,10 +87,11 @@ func readAll(t *testing.T, db *store.DB, envs []*events.Envelope, experiment str
 }
 
 // Three correlators on the one durable consumer, each with its own connection pool, small and
-// different batch sizes and random pauses before their acks, over a stream published in a
-// shuffled order with copies (outside JetStream's duplicate window: no message id), store
-// exactly what one correlator stores from the stream in order: the same timelines, pod list,
-// comparison input, interruptions and counts. Three seeds give three interleavings.
+// different batch sizes, one, two and three batches stored at once, and random pauses before
+// their acks, over a stream published in a shuffled order with copies (outside JetStream's
+// duplicate window: no message id), store exactly what one correlator storing one batch at a
+// time stores from the stream in order: the same timelines, pod list, comparison input,
+// interruptions and counts. Three seeds give three interleavings.
 func TestThreeCorrelatorsAgreeWithOne(t *testing.T) {
 	t.Parallel()
 	cfg := eventgen.Default()
@@ -99,7 +100,9 @@ func TestThreeCorrelatorsAgreeWithOne(t *testing.T) {
 
 	one := setup(t)
 	one.publish(envs)
-	one.start(testConfig(), prometheus.NewRegistry())
+	single := testConfig()
+	single.ConcurrentBatches = 1 // the reference: one batch at a time
+	one.start(single, prometheus.NewRegistry())
 	one.drained("correlator")
 	want := readAll(t, one.db, envs, cfg.Experiment)
 	if len(want.Timelines) == 0 || want.Stats.EventsTotal != int64(len(envs)) {
@@ -135,6 +138,7 @@ func TestThreeCorrelatorsAgreeWithOne(t *testing.T) {
 			t.Cleanup(db.Close)
 			c := testConfig()
 			c.BatchSize, c.BatchWait = size, time.Duration(5+10*k)*time.Millisecond
+			c.ConcurrentBatches = 1 + k // and several batches at once within a replica
 			pause := rand.New(rand.NewPCG(seed, uint64(k)))
 			c.BeforeAck = func(int) error {
 				mu.Lock()
