@@ -20,7 +20,7 @@ func TestLagSmoke(t *testing.T) {
 		"-cpu-profile", prof, "-admin-database-url", adminURL(t))
 	for _, want := range []string{
 		"offered to the publisher", "acknowledged by JetStream", "visible in GET /v1/stats",
-		"lag event → visible in the api: p50 ", "(target p99 < 1 s at 10000/s)", "method: ",
+		"lag event → visible in the api: p50 ", "(target p99 < 1 s at 10000/s)", "method: ", "the poller's timeline reads: ",
 		"consumer NumPending (each second", "correlator RSS (child process): now ",
 	} {
 		if !strings.Contains(out, want) {
@@ -54,6 +54,9 @@ func TestLagSmoke(t *testing.T) {
 	l := r.Lag
 	if l.Samples == 0 || l.Invisible != 0 {
 		t.Errorf("lag over %d samples, %d never visible; want some, all visible", l.Samples, l.Invisible)
+	}
+	if l.Polls < l.Samples || !(l.PollP50 > 0 && l.PollP50 <= l.PollP99 && l.PollP99 <= l.Max) {
+		t.Errorf("%d timeline reads for %d samples, p50 %g s, p99 %g s: want one at least per sample, 0 < p50 ≤ p99 ≤ the largest lag (%g s)", l.Polls, l.Samples, l.PollP50, l.PollP99, l.Max)
 	}
 	if !(l.P50 > 0 && l.P50 <= l.P99 && l.P99 <= l.Max) {
 		t.Errorf("lag p50 %g, p99 %g, max %g: want 0 < p50 ≤ p99 ≤ max", l.P50, l.P99, l.Max)

@@ -63,7 +63,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(align.IdleThresholdOr(o.IdleThreshold)))
+	db, err := store.Open(ctx, o.DatabaseURL, o.Logger, store.WithIdleThreshold(align.IdleThresholdOr(o.IdleThreshold)), store.WithCustomPlans())
 	if err != nil {
 		return err
 	}

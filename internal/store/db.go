@@ -38,6 +38,7 @@ type DB struct {
 	idle   float64 // GPU utilisation (%) under which allocated GPU time counts as idle
 
 	statementTimeout time.Duration
+	customPlans      bool // WithCustomPlans
 
 	parts partitionCache // the day partitions known to exist, and the horizon (partition.go)
 
@@ -73,6 +74,16 @@ func WithStatementTimeout(d time.Duration) Option { return func(db *DB) { db.sta
 // slower. The read bench's baseline.
 func WithoutReadCache() Option { return func(db *DB) { db.direct = true } }
 
+// WithCustomPlans makes Postgres plan every statement for its parameters
+// (plan_cache_mode=force_custom_plan, unless the database URL sets plan_cache_mode), for a
+// process that serves reads. pgx prepares each statement once per connection, and after five
+// executions Postgres may keep a generic plan for the connection's life: one chosen while the
+// tables were young and empty scans them whole once they are not (a pod's timeline read the
+// run's requests by a sequential scan of every partition of events, 1–2 s, while it was a few
+// ms by the index). A read's planning costs tenths of a millisecond; the correlator, whose
+// statements are the same few on every batch, keeps Postgres' default.
+func WithCustomPlans() Option { return func(db *DB) { db.customPlans = true } }
+
 // IsTimeout reports whether err is a statement cancelled by WithStatementTimeout.
 func IsTimeout(err error) bool {
 	var pgErr *pgconn.PgError
@@ -100,6 +111,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 	}
 	if db.statementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(db.statementTimeout.Milliseconds(), 1), 10)
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; db.customPlans && !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

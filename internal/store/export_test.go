@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/report"
@@ -88,3 +89,6 @@ func (db *DB) Exec(ctx context.Context, sql string) (int64, error) {
 
 // Succeeded is the condition on an event e that it is a successful request (tests only).
 const Succeeded = succeeded
+
+// Acquire is one connection of the store's pool (tests only).
+func (db *DB) Acquire(ctx context.Context) (*pgxpool.Conn, error) { return db.pool.Acquire(ctx) }
