@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -121,23 +119,18 @@ func measureEndToEnd(ctx context.Context, pg *pgServer, natsURL string, raws *ra
 	defer cancel()
 	var runErr error
 	finished := make(chan struct{})
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			return figure{}, fmt.Errorf("cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return figure{}, fmt.Errorf("cpu profile: %w", err)
-		}
+	stopProfile, err := startProfile(profile, "")
+	if err != nil {
+		return figure{}, err
 	}
+	defer stopProfile()
 	start = time.Now()
 	go func() { runErr = c.Run(runCtx); close(finished) }()
 	took, err := waitStored(ctx, db, raws.len(), start, finished)
 	cancel()
 	<-finished
 	if profile != "" {
-		pprof.StopCPUProfile()
+		stopProfile()
 		logger.Info("cpu profile of the timed phase written", "file", profile)
 	}
 	// Acks of the last batch are in the connection's buffer: send them before the consumer goes.

@@ -96,9 +96,9 @@ type lagReport struct {
 		Max        float64 `json:"max_seconds"`
 		TargetP99  float64 `json:"target_p99_seconds"`
 		TargetRate int     `json:"target_rate"`
-		// The poller's own timeline reads: when they take longer than a sample's share of
-		// the poller's time (lagSampleEvery), samples queue behind them and the lag measured
-		// is the poller's backlog, not the pipeline's.
+		// The poller's own timeline reads: when they take longer than lagPollers samples'
+		// share of the poller's time (lagSampleEvery each), samples queue behind them and the
+		// lag measured is partly the poller's backlog, not the pipeline's.
 		Polls   int     `json:"polls"`
 		PollP50 float64 `json:"poll_p50_seconds"`
 		PollP99 float64 `json:"poll_p99_seconds"`
@@ -383,11 +383,12 @@ type lagResult struct {
 // timeline (GET /v1/pods/{uid}/timeline lists it). A sample's lag is from just before it was
 // handed to the publisher until the poll that found it had its answer: an upper bound, at most
 // one poll interval plus one request late. Samples are checked oldest first — the oldest alone,
-// then lagPollers at once — and a round stops once one of them is not visible yet: the correlator stores about in stream
-// order, so later ones are mostly not either (if one is, it is only measured later, never
-// earlier). Reading one at a time, a timeline read slower than lagSampleEvery (one that computes
-// its run's interruptions again while the run is being stored: up to 0.4 s) queued the samples
-// behind it, and the lag measured became the poller's own backlog.
+// then lagPollers at once — and a round stops once one of them is not visible yet: the
+// correlator stores about in stream order, so later ones are mostly not either (if one is, it
+// is only measured later, never earlier). Reading one at a time, a timeline read slower than
+// lagSampleEvery (one that computes its run's interruptions again while the run is being
+// stored: up to 0.4 s) queued the samples behind it, and the lag measured became the poller's
+// own backlog.
 func (a *lagAPI) await(ctx context.Context, samples <-chan lagSample) lagResult {
 	var (
 		res      lagResult
@@ -709,16 +710,10 @@ func runCorrelatorChild(ctx context.Context, args []string, _, stderr io.Writer)
 		return err
 	}
 	o.Logger = logger
-	if profile != "" { // the correlator's whole life: the window and the drain after it
-		f, err := os.Create(profile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(profile, "") // the correlator's whole life: the window and the drain after it
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	return correlatorapp.Run(ctx, o)
 }
