@@ -53,6 +53,9 @@ type decodeOptions struct {
 	// (unmarshalV2), with the payload read in the envelope's own pass when kind comes first
 	// (decodeOnePass). Tests set encoding/json's (unmarshalV1 in export_test.go) to compare.
 	unmarshal func([]byte, any) error
+	// noHandRead leaves handRead out of the default path (tests and benchmarks set it to set
+	// json/v2's one pass beside it).
+	noHandRead bool
 }
 
 // WithClock sets the clock the time bounds are measured from (the receive time); the wall
@@ -67,21 +70,21 @@ var signedFields = map[string]bool{"priority": true, "exit_code": true}
 // wideFields may exceed MaxCount.
 var wideFields = map[string]bool{"bytes_in": true, "bytes_out": true}
 
-// checkNames bounds the envelope's own strings.
+// checkNames bounds the envelope's own strings (an absent pod or experiment's are "").
 func (e *Envelope) checkNames() error {
-	names := []struct{ field, v string }{
-		{"cluster", e.Cluster}, {"source", e.Source}, {"node", e.Node},
-	}
+	var pod PodRef
 	if e.Pod != nil {
-		names = append(names, struct{ field, v string }{"pod.namespace", e.Pod.Namespace}, struct{ field, v string }{"pod.name", e.Pod.Name})
+		pod = *e.Pod
 	}
+	var exp ExperimentRef
 	if e.Experiment != nil {
-		names = append(names,
-			struct{ field, v string }{"experiment.name", e.Experiment.Name},
-			struct{ field, v string }{"experiment.arm", e.Experiment.Arm},
-			struct{ field, v string }{"experiment.run", e.Experiment.Run})
+		exp = *e.Experiment
 	}
-	for _, n := range names {
+	for _, n := range [...]struct{ field, v string }{ // an array, not a slice: no allocation
+		{"cluster", e.Cluster}, {"source", e.Source}, {"node", e.Node},
+		{"pod.namespace", pod.Namespace}, {"pod.name", pod.Name},
+		{"experiment.name", exp.Name}, {"experiment.arm", exp.Arm}, {"experiment.run", exp.Run},
+	} {
 		if len(n.v) > MaxNameLen {
 			return invalid(n.field, "longer than %d bytes (%d)", MaxNameLen, len(n.v))
 		}

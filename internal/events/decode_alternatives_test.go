@@ -77,6 +77,7 @@ func BenchmarkDecodeAlternatives(b *testing.B) {
 		}
 	}
 	b.Run("events.Decode", decode(events.Decode))
+	b.Run("events.Decode-json-v2-one-pass", decode(events.DecodeJSONv2))
 	b.Run("events.Decode-two-pass", decode(events.DecodeTwoPass))
 	b.Run("events.Decode-encoding-json", decode(events.DecodeV1))
 	b.Run("encoding-json", twoStep(stdjson.Unmarshal))

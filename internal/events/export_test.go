@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"time"
 )
 
 // DecodeV1 is Decode with encoding/json on the fast path, as before json/v2: the reference the
@@ -37,4 +38,15 @@ func ReadInOnePass(msg []byte) bool {
 // before decodeOnePass), for the benchmarks to set beside it.
 func DecodeTwoPass(b []byte, opts ...DecodeOption) (*Envelope, error) {
 	return Decode(b, append(opts, func(o *decodeOptions) { o.unmarshal = unmarshalV2 })...)
+}
+
+// DecodeJSONv2 is Decode without handRead: json/v2 in one pass (decodeOnePass), then checkData.
+func DecodeJSONv2(b []byte, opts ...DecodeOption) (*Envelope, error) {
+	return Decode(b, append(opts, func(o *decodeOptions) { o.noHandRead = true })...)
+}
+
+// HandRead says whether Decode reads msg with handRead, at the receive time now.
+func HandRead(msg []byte, now time.Time) bool {
+	var env Envelope
+	return handRead(bytes.TrimSpace(msg), &env, now) != nil
 }
