@@ -86,6 +86,7 @@ func FuzzDecodeEdit(f *testing.F) {
 		{"data.metrics.DCGM_FI_DEV_GPU_UTIL", `1e308`}, {"data.since", `"0000-01-01T00:00:00Z"`}, {"experiment", `{"name":""}`},
 		{"data.labels", `{}`}, {"data.thresholds", `{}`}, {"data.latency_ms", `-0`}, {"kind", `"request"`}, {"data.scheduling.reasons.0.nodes", `1e10`},
 		{"data.fixed", `["image",{"model":"m"}]`}, {"data.alpha", `2`}, {"data.repeats", `"three"`}, {"data.arms.1", `null`},
+		{"data.note", `"a && b <c> \"d\"\n\u00e9\ud83d\ude00"`}, {"data.placement.required", `["x In (a) && y Exists"]`},
 	} {
 		f.Add(uint8(i), e.path, e.value)
 	}

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"maps"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // handRead reads the envelopes the correlator sees most — pod snapshots, requests, GPU samples
@@ -202,15 +205,26 @@ func (r *handReader) array(item func()) {
 	}
 }
 
-// strBytes reads a string with no escape of at most MaxStringLen bytes (Decode checked the
-// message is UTF-8), and answers its bytes, not copied. It looks at eight bytes at a time for
-// the quote that ends the string, a backslash or a control character.
+// strBytes reads a string with no escape of at most MaxStringLen bytes, and answers its bytes,
+// not copied: a name, a map key, a time.
 func (r *handReader) strBytes() []byte {
-	if r.peek() != '"' {
+	start, end, escaped := r.scanString()
+	if escaped || end-start > MaxStringLen {
 		r.fail()
 		return nil
 	}
-	start := r.i + 1
+	return r.b[start:end]
+}
+
+// scanString reads a string and answers where its contents start and end, and whether they
+// hold an escape (Decode checked the message is UTF-8). It looks at eight bytes at a time for
+// the quote that ends the string, a backslash or a control character.
+func (r *handReader) scanString() (start, end int, escaped bool) {
+	if r.peek() != '"' {
+		r.fail()
+		return r.i, r.i, false
+	}
+	start = r.i + 1
 	j := start
 	for ; j+8 <= len(r.b); j += 8 {
 		if special(binary.LittleEndian.Uint64(r.b[j:])) != 0 {
@@ -218,20 +232,20 @@ func (r *handReader) strBytes() []byte {
 		}
 	}
 	for ; j < len(r.b); j++ {
-		c := r.b[j]
-		if c == '"' {
-			if j-start > MaxStringLen {
-				break
-			}
+		switch c := r.b[j]; {
+		case c == '"':
 			r.i = j + 1
-			return r.b[start:j]
-		}
-		if c == '\\' || c < 0x20 {
-			break
+			return start, j, escaped
+		case c == '\\':
+			escaped = true
+			j++ // the escaped byte (unescape checks it)
+		case c < 0x20:
+			r.fail()
+			return r.i, r.i, false
 		}
 	}
 	r.fail()
-	return nil
+	return r.i, r.i, false
 }
 
 // special is not zero when a byte of w is '"', '\\' or below 0x20 (and may be for a byte of
@@ -245,7 +259,80 @@ func special(w uint64) uint64 {
 	return ((q - ones) | (s - ones) | (w - 0x20*ones)) & highs
 }
 
-func (r *handReader) str() string { return intern(r.strBytes()) }
+// str reads a string value of at most MaxStringLen bytes once unescaped (what checkData
+// bounds).
+func (r *handReader) str() string {
+	start, end, escaped := r.scanString()
+	if !escaped {
+		if end-start > MaxStringLen {
+			r.fail()
+			return ""
+		}
+		return intern(r.b[start:end])
+	}
+	s, ok := unescape(r.b[start:end])
+	if !ok || len(s) > MaxStringLen {
+		r.fail()
+	}
+	return s
+}
+
+// unescape reads a JSON string's contents that hold escapes (events.Encode writes &, < and >
+// as \u0026, \u003c and \u003e: an affinity's " && ", a URL's query). A surrogate escape must be
+// half of a pair, as Decode's unstorableEscape already requires; anything else JSON does not
+// allow is not ok.
+func unescape(b []byte) (string, bool) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		k := bytes.IndexByte(b[i:], '\\')
+		if k < 0 {
+			out = append(out, b[i:]...)
+			break
+		}
+		out = append(out, b[i:i+k]...)
+		if i += k; i+1 >= len(b) {
+			return "", false
+		}
+		switch c := b[i+1]; c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if i+6 > len(b) {
+				return "", false
+			}
+			r, ok := hex4(b[i+2 : i+6])
+			if !ok {
+				return "", false
+			}
+			if utf16.IsSurrogate(r) {
+				if i+12 > len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
+					return "", false
+				}
+				lo, ok := hex4(b[i+8 : i+12])
+				if r = utf16.DecodeRune(r, lo); !ok || r == utf8.RuneError {
+					return "", false
+				}
+				i += 6
+			}
+			out = utf8.AppendRune(out, r)
+			i += 4
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return string(out), true
+}
 
 // shortStrings interns the short strings handRead reads — phases, condition types and
 // statuses, label keys and values, resource names, node names — in a direct-mapped table
@@ -480,7 +567,7 @@ func (r *handReader) skip(depth int) {
 	case c == '[':
 		r.array(func() { r.skip(depth + 1) })
 	case c == '"':
-		r.strBytes()
+		r.str()
 	case c == 't' || c == 'f':
 		r.bool()
 	case c == '-' || '0' <= c && c <= '9':

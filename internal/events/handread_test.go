@@ -59,6 +59,18 @@ func writersMessages(t *testing.T) (msgs [][]byte, now time.Time) {
 			msgs = append(msgs, bytes.Clone(sc.Bytes()))
 		}
 	}
+	// A pod as the collector writes one with every field handRead reads: an affinity's " && "
+	// and the query of a request's URL are written as \u0026 by events.Encode.
+	for _, env := range []*events.Envelope{writersPod(), writersRequest()} {
+		b, err := events.Encode(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`\u0026`)) {
+			t.Fatalf("events.Encode no longer escapes &: %s", b)
+		}
+		msgs = append(msgs, b)
+	}
 	cfg := eventgen.Default()
 	cfg.Runs, cfg.PodsPerArm = 2, 6
 	for _, env := range eventgen.Generate(cfg) {
@@ -125,7 +137,14 @@ func TestHandReadDeclinesWhatItCannotVouchFor(t *testing.T) {
 		{name: "a repeated envelope pod", base: requestJSON, old: `"node":"gpu-node-1"`, new: `"node":"gpu-node-1","pod":{"name":"other"}`},
 		{name: "null", base: podStatusJSON, old: `"host_ip":"172.18.0.3"`, new: `"host_ip":null`},
 		{name: "null data", base: requestJSON, old: `"data":{`, new: `"data":null,"x":{`},
-		{name: "an escape", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"gpu-node-\u0031"`},
+		{name: "an escape in a name", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_nam\u0065":"gpu-node-1"`},
+		{name: "an escape in a map key", base: podStatusJSON, old: `"app":"vllm"`, new: `"\u0061pp":"vllm"`},
+		{name: "an escape in a time", base: podStatusJSON, old: `"creation_timestamp":"2026-11-30T04:32:21Z"`, new: `"creation_timestamp":"2026-11-30T04:32:21\u005a"`},
+		{name: "an escape JSON does not have", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"gpu-node-\x31"`},
+		{name: "an escape cut short", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"gpu-node-\u31"`},
+		{name: "a lone surrogate", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"gpu-node-\ud83d"`},
+		{name: "a surrogate pair out of order", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"\ude00\ud83d"`},
+		{name: "a string longer than MaxStringLen once unescaped", base: requestJSON, old: `"target":"http://10.244.1.17:8000/v1/completions"`, new: `"target":"\n` + long[1:] + `"`},
 		{name: "a control character", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: "\"node_name\":\"gpu-node-1\t\""},
 		{name: "an integer with a fraction", base: requestJSON, old: `"status":200`, new: `"status":200.0`},
 		{name: "an integer with an exponent", base: requestJSON, old: `"status":200`, new: `"status":2e2`},
@@ -149,6 +168,9 @@ func TestHandReadDeclinesWhatItCannotVouchFor(t *testing.T) {
 		{name: "an unknown field that is not JSON", base: requestJSON, old: `"ok":true`, new: `"ok":true,"later":[1,}`},
 		{name: "an unknown field nested too deep", base: requestJSON, old: `"ok":true`, new: `"ok":true,"later":` + strings.Repeat("[", events.MaxDepth+2) + strings.Repeat("]", events.MaxDepth+2)},
 		{name: "an unknown field holding null", base: requestJSON, old: `"ok":true`, new: `"ok":true,"later":null`},
+		{name: "escapes in values", base: podStatusJSON, old: `"node_name":"gpu-node-1"`, new: `"node_name":"gpu-\u0026\u003c\u003e-\"\\\/\b\f\n\r\t-\ud83d\ude00-\u00e9"`, takes: true},
+		{name: "escapes in an unknown field", base: requestJSON, old: `"ok":true`, new: `"ok":true,"later":["\u0026\n"]`, takes: true},
+		{name: "a string of MaxStringLen once unescaped", base: requestJSON, old: `"target":"http://10.244.1.17:8000/v1/completions"`, new: `"target":"\n` + long[2:] + `"`, takes: true},
 		{name: "version 2", base: requestJSON, old: `"v":1`, new: `"v":2`, takes: true},
 		{name: "an unknown field", base: requestJSON, old: `"ok":true`, new: `"ok":true,"later":{"a":[1,-2.5e3,"b",true,false,{}],"c":[]}`, takes: true},
 		{name: "a repeated string field (the last wins)", base: podStatusJSON, old: `"phase":"Running"`, new: `"phase":"Pending","phase":"Running"`, takes: true},
@@ -174,3 +196,40 @@ func TestHandReadDeclinesWhatItCannotVouchFor(t *testing.T) {
 
 // k8sFixture is the scheduler event fixture with a count of 1.
 func k8sFixture() string { return scheduledJSON }
+
+// writersPod is a pod snapshot with every field handRead reads.
+func writersPod() *events.Envelope {
+	created := at("2026-11-30T04:32:21Z")
+	return &events.Envelope{
+		V: events.Version, ID: "pod_status:x:1", Kind: events.KindPodStatus, Cluster: "lab", Source: "collector/lab-0",
+		OccurredAt: at("2026-11-30T04:32:31.402117Z"), ObservedAt: at("2026-11-30T04:32:31.402117Z"),
+		Pod: control1, Node: "gpu-node-1",
+		Payload: &events.PodStatus{
+			Phase: events.PhaseRunning, NodeName: "gpu-node-1", NominatedNodeName: "gpu-node-2", PodIP: "10.244.1.17", HostIP: "172.18.0.3",
+			Labels: map[string]string{"app": "vllm"}, PriorityClass: "high", Priority: ptr(int32(-10)),
+			Resources:  &events.Resources{Requests: map[string]string{"nvidia.com/gpu": "1"}, Limits: map[string]string{"nvidia.com/gpu": "1"}},
+			Conditions: []events.Condition{{Type: "Ready", Status: "False", Reason: "ContainersNotReady", LastTransitionTime: &created}},
+			Containers: []events.ContainerStatus{{Name: "vllm", RestartCount: 2, State: "terminated", Reason: "Error", StartedAt: &created, ExitCode: ptr(137)}},
+			CreationTimestamp: &created, DeletionTimestamp: &created, Deleted: true,
+			Owner: &events.Owner{Kind: "ReplicaSet", Name: "rs"}, ResourceVersion: "1",
+			GPU: &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA A100", Sharing: events.SharingTimeSlicing, MIGProfile: "1g.10gb",
+				Replicas: 4, Via: events.ViaDRA, UUIDs: []string{"GPU-1"}, ClaimPods: 2},
+			Placement: &events.Placement{NodeSelector: map[string]string{"pool": "a"}, Required: []string{"accelerator In (nvidia-gpu) && gpu-model Exists"},
+				Preferred: []string{"50: gpu-model In (H100)"}, PodAffinity: 1, PodAntiAffinity: 2, PriorityClass: "high", Priority: ptr(int32(-10)),
+				PreemptionPolicy: "Never", Tolerations: []string{"nvidia.com/gpu Exists :NoSchedule"}},
+			Scope:           &events.Scope{Namespaces: []string{"ai-lab"}, Selector: "app=vllm"},
+			SchedulingGates: []string{"kueue.x-k8s.io/admission"},
+		},
+	}
+}
+
+// writersRequest is a prober's request with every field handRead reads.
+func writersRequest() *events.Envelope {
+	return &events.Envelope{
+		V: events.Version, ID: "request:x:1", Kind: events.KindRequest, Cluster: "lab", Source: "prober/x",
+		OccurredAt: at("2026-11-30T04:33:02.770051Z"), ObservedAt: at("2026-11-30T04:33:03.18279Z"),
+		Pod: control1, Node: "gpu-node-1", Experiment: &events.ExperimentRef{Name: "day20", Arm: "control", Run: "1"},
+		Payload: &events.Request{Target: "http://127.0.0.1:8000/v1/completions?a=1&b=2", Status: 503, LatencyMS: 12.5,
+			Error: "upstream <timeout>", BytesOut: 10, BytesIn: 20, Method: "POST", PodIP: "10.244.1.17", PodReady: ptr(false)},
+	}
+}
