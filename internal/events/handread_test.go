@@ -207,9 +207,9 @@ func writersPod() *events.Envelope {
 		Payload: &events.PodStatus{
 			Phase: events.PhaseRunning, NodeName: "gpu-node-1", NominatedNodeName: "gpu-node-2", PodIP: "10.244.1.17", HostIP: "172.18.0.3",
 			Labels: map[string]string{"app": "vllm"}, PriorityClass: "high", Priority: ptr(int32(-10)),
-			Resources:  &events.Resources{Requests: map[string]string{"nvidia.com/gpu": "1"}, Limits: map[string]string{"nvidia.com/gpu": "1"}},
-			Conditions: []events.Condition{{Type: "Ready", Status: "False", Reason: "ContainersNotReady", LastTransitionTime: &created}},
-			Containers: []events.ContainerStatus{{Name: "vllm", RestartCount: 2, State: "terminated", Reason: "Error", StartedAt: &created, ExitCode: ptr(137)}},
+			Resources:         &events.Resources{Requests: map[string]string{"nvidia.com/gpu": "1"}, Limits: map[string]string{"nvidia.com/gpu": "1"}},
+			Conditions:        []events.Condition{{Type: "Ready", Status: "False", Reason: "ContainersNotReady", LastTransitionTime: &created}},
+			Containers:        []events.ContainerStatus{{Name: "vllm", RestartCount: 2, State: "terminated", Reason: "Error", StartedAt: &created, ExitCode: ptr(137)}},
 			CreationTimestamp: &created, DeletionTimestamp: &created, Deleted: true,
 			Owner: &events.Owner{Kind: "ReplicaSet", Name: "rs"}, ResourceVersion: "1",
 			GPU: &events.GPU{Resource: "nvidia.com/gpu", Count: 1, Model: "NVIDIA A100", Sharing: events.SharingTimeSlicing, MIGProfile: "1g.10gb",
