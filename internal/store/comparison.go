@@ -260,7 +260,7 @@ func (db *DB) readRunSlices(ctx context.Context, tx pgx.Tx, name, namespace stri
 	}
 
 	for _, run := range runs {
-		arms, err := runInterruptions(ctx, tx, name, namespace, run, align.DefaultMinGap)
+		arms, err := runInterruptions(ctx, tx, runArms{experiment: name, namespace: namespace, run: run}, align.DefaultMinGap)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -378,8 +378,8 @@ func comparisonArms(in *compare.Input, runs map[string]*runSlice) {
 // same way, by the fingerprint of the run's pod rows, which is all they read.
 
 type interruptionKey struct {
-	experiment, namespace, run string
-	minGap                     time.Duration
+	runArms
+	minGap time.Duration
 }
 
 type interruptionEntry struct {
@@ -389,31 +389,31 @@ type interruptionEntry struct {
 
 // cachedInterruptions is runInterruptions inside tx, from the cache when the run's pod rows
 // did not change since it was computed.
-func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
+func (db *DB) cachedInterruptions(ctx context.Context, tx pgx.Tx, q runArms, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	var fp *string
 	var reads *bool
 	if err := tx.QueryRow(ctx, `
-		SELECT md5(string_agg(uid || ':' || xmin::text, ',' ORDER BY uid)), bool_or(ended_at IS NULL AND scope_key IS NOT NULL)
-		FROM pods WHERE exp_name = $1 AND exp_run = $2 AND ($3 = '' OR namespace = $3)`, experiment, run, namespace).Scan(&fp, &reads); err != nil {
-		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+		SELECT md5(string_agg(p.uid || ':' || p.xmin::text, ',' ORDER BY p.uid)), bool_or(p.ended_at IS NULL AND p.scope_key IS NOT NULL)
+		FROM pods p WHERE `+runArmsWhere, q.args()...).Scan(&fp, &reads); err != nil {
+		return nil, fmt.Errorf("read run %s/%s: %w", q.experiment, q.run, err)
 	}
 	// The run's interruptions read pod_timeline, which also reads the end causes and, for pods
 	// not ended, the scope watches and the inventories: their part of the fingerprint too.
 	var open, ends string
 	if err := tx.QueryRow(ctx, sharedFingerprint).Scan(&open, &ends); err != nil {
-		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+		return nil, fmt.Errorf("read run %s/%s: %w", q.experiment, q.run, err)
 	}
 	if fp != nil {
 		*fp = sharedPart(open, ends, reads != nil && *reads) + *fp
 	}
-	k := interruptionKey{experiment, namespace, run, minGap}
+	k := interruptionKey{q, minGap}
 	if e, ok := db.interruptions.get(k); ok && e.fingerprint == deref(fp) {
 		if e.arms == nil {
 			return nil, ErrNotFound
 		}
 		return slices.Clone(e.arms), nil
 	}
-	arms, err := runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+	arms, err := runInterruptions(ctx, tx, q, minGap)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		db.interruptions.put(k, interruptionEntry{fingerprint: deref(fp)})

@@ -10,7 +10,9 @@ import (
 	"github.com/schedlens/schedlens/internal/align"
 	"github.com/schedlens/schedlens/internal/compare"
 	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/report"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -20,7 +22,8 @@ import (
 // eventgen experiment while it is stored: half of it in order, then the rest shuffled (late,
 // out-of-order snapshots and requests of runs already read), checked after every batch, for all
 // namespaces and for the experiment's; and each run's interruptions (RunInterruptions, kept by
-// the same fingerprint) against computing them, run 6 not stored (ErrNotFound); and Comparison
+// the same fingerprint) against computing them, run 6 not stored (ErrNotFound), and each arm's
+// alone (ArmInterruptions, a pod timeline's, kept by its arm's pods); and Comparison
 // (kept by everything it read) against building from the direct input, for two baselines.
 func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 	t.Parallel()
@@ -43,6 +46,22 @@ func TestComparisonInputCachedEqualsDirect(t *testing.T) {
 					}
 					if g, w := jsonOf(t, got), jsonOf(t, want); g != w {
 						t.Fatalf("%s: run %s interruptions differ\ncached %s\ndirect %s", stage, run, g, w)
+					}
+					// One arm alone (a pod's timeline), kept by its own pods' fingerprint.
+					for _, w := range append(want, report.ArmInterruptions{Arm: "no-such-arm"}) {
+						got, err := db.ArmInterruptions(ctx, cfg.Experiment, run, w.Arm, gap)
+						if w.Arm == "no-such-arm" || wantErr != nil {
+							if !errors.Is(err, store.ErrNotFound) {
+								t.Fatalf("%s: run %s arm %q interruptions: err = %v, want not found", stage, run, w.Arm, err)
+							}
+							continue
+						}
+						if err != nil {
+							t.Fatalf("%s: run %s arm %s interruptions: %v", stage, run, w.Arm, err)
+						}
+						if g, w := jsonOf(t, got), jsonOf(t, w); g != w {
+							t.Fatalf("%s: run %s arm interruptions differ\ncached %s\ndirect %s", stage, run, g, w)
+						}
 					}
 				}
 			}
@@ -110,4 +129,82 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(canonicalJSON(b))
+}
+
+// TestArmInterruptionsKeptByTheirArm: a pod's timeline reads its arm's interruptions kept by
+// the fingerprint of that arm's pods. A late snapshot of one control pod — not Ready just after
+// it became Ready — must change what ArmInterruptions answers for control at once (a
+// fingerprint that missed the arm's own pods would hand out the windows from before it).
+func TestArmInterruptionsKeptByTheirArm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.DB(t)
+	cfg := eventgen.Default()
+	cfg.Runs = 1
+	envs := eventgen.Generate(cfg)
+	ingestInBatches(t, db, envs, 200)
+
+	// The first Ready snapshot of a control pod of run 1, copied to just after it as not Ready.
+	var ready *events.Envelope
+	for _, e := range envs {
+		ps, ok := e.Payload.(*events.PodStatus)
+		if ok && e.ExperimentOf(events.DefaultLabelKeys).Arm == "control" && !ps.Deleted {
+			if c := ps.Condition("Ready"); c != nil && c.Status == "True" {
+				ready = e
+				break
+			}
+		}
+	}
+	if ready == nil {
+		t.Fatal("no Ready control pod in the generated run")
+	}
+	direct := func() string {
+		t.Helper()
+		arms, err := db.RunInterruptionsDirect(ctx, cfg.Experiment, "", "1", align.DefaultMinGap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range arms {
+			if a.Arm == "control" {
+				return jsonOf(t, a)
+			}
+		}
+		t.Fatal("no control arm")
+		return ""
+	}
+	cached := func() string {
+		t.Helper()
+		a, err := db.ArmInterruptions(ctx, cfg.Experiment, "1", "control", align.DefaultMinGap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jsonOf(t, a)
+	}
+	before := cached()
+	if before != direct() {
+		t.Fatalf("before: cached %s, direct %s", before, direct())
+	}
+
+	late := *ready
+	ps := *ready.Payload.(*events.PodStatus)
+	ps.Conditions = []events.Condition{{Type: "Ready", Status: "False", Reason: "ContainersNotReady"}}
+	late.ID, late.Payload, late.Raw = ready.ID+"/late", &ps, nil
+	late.OccurredAt = ready.OccurredAt.Add(time.Millisecond)
+	late.ObservedAt = late.OccurredAt
+	b, err := events.Encode(&late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := events.Decode(b, events.WithClock(func() time.Time { return late.ObservedAt }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestInBatches(t, db, []*events.Envelope{e}, 1)
+	after, want := cached(), direct()
+	if after != want {
+		t.Fatalf("after one control pod changed: cached %s, direct %s", after, want)
+	}
+	if after == before {
+		t.Fatalf("the late snapshot changed nothing in control's interruptions (%s): the test cannot tell a stale answer", after)
+	}
 }

@@ -33,7 +33,7 @@ func (db *DB) RunInterruptionsDirect(ctx context.Context, experiment, namespace,
 	var out []report.ArmInterruptions
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+		out, err = runInterruptions(ctx, tx, runArms{experiment: experiment, namespace: namespace, run: run}, minGap)
 		return err
 	})
 	return out, err

@@ -20,21 +20,57 @@ import (
 // ErrNotFound when the run has no pods. They are computed again only when one of the run's
 // pods changed (comparison.go).
 func (db *DB) RunInterruptions(ctx context.Context, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
+	return db.interruptionsOf(ctx, runArms{experiment: experiment, namespace: namespace, run: run}, minGap)
+}
+
+// ArmInterruptions is RunInterruptions for one arm of the run, in every namespace: what a pod's
+// timeline shows. An arm's windows read only its own pods and requests, so it reads only
+// those, and is computed again only when one of them changed: while a run is stored, each
+// timeline read would otherwise compute every arm's. ErrNotFound when the arm has no pods.
+func (db *DB) ArmInterruptions(ctx context.Context, experiment, run, arm string, minGap time.Duration) (report.ArmInterruptions, error) {
+	arms, err := db.interruptionsOf(ctx, runArms{experiment: experiment, run: run, arm: arm, oneArm: true}, minGap)
+	if err != nil {
+		return report.ArmInterruptions{}, err
+	}
+	return arms[0], nil
+}
+
+// runArms names the pods whose interruptions are read: a run's in namespace (all when empty),
+// of every arm or, with oneArm, of arm ("" for pods with no arm).
+type runArms struct {
+	experiment, namespace, run string
+	arm                        string
+	oneArm                     bool
+}
+
+// args are runArmsWhere's arguments.
+func (q runArms) args() []any {
+	var arm *string
+	if q.oneArm {
+		arm = &q.arm
+	}
+	return []any{q.experiment, q.run, q.namespace, arm}
+}
+
+// runArmsWhere selects runArms' pods p: $1 experiment, $2 run, $3 namespace, $4 arm (NULL: all).
+const runArmsWhere = `p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3) AND ($4::text IS NULL OR COALESCE(p.exp_arm, '') = $4)`
+
+func (db *DB) interruptionsOf(ctx context.Context, q runArms, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	var out []report.ArmInterruptions
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
 		if db.direct {
-			out, err = runInterruptions(ctx, tx, experiment, namespace, run, minGap)
+			out, err = runInterruptions(ctx, tx, q, minGap)
 		} else {
-			out, err = db.cachedInterruptions(ctx, tx, experiment, namespace, run, minGap)
+			out, err = db.cachedInterruptions(ctx, tx, q, minGap)
 		}
 		return err
 	})
 	return out, err
 }
 
-// runInterruptions is RunInterruptions inside tx.
-func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run string, minGap time.Duration) ([]report.ArmInterruptions, error) {
+// runInterruptions is RunInterruptions of q's pods inside tx.
+func runInterruptions(ctx context.Context, tx pgx.Tx, q runArms, minGap time.Duration) ([]report.ArmInterruptions, error) {
 	type podData struct {
 		arm   string
 		snaps []*events.Envelope
@@ -49,7 +85,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 			SELECT p.uid, COALESCE(p.exp_arm, ''), COALESCE(p.ended, p.last_seen), e.occurred_at,
 			       `+snapshotColumns+`
 			FROM pod_timeline p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'pod_status' AND e.class <> 'samples' `+eventData+`
-			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)`, experiment, run, namespace)
+			WHERE `+runArmsWhere, q.args()...)
 		if err != nil {
 			return err
 		}
@@ -71,8 +107,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 		rows, err = tx.Query(ctx, `
 			SELECT COALESCE(p.exp_arm, ''), e.occurred_at
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'request'
-			WHERE p.exp_name = $1 AND p.exp_run = $2 AND ($3 = '' OR p.namespace = $3)
-			  AND `+succeeded, experiment, run, namespace)
+			WHERE `+runArmsWhere+` AND `+succeeded, q.args()...)
 		if err != nil {
 			return err
 		}
@@ -83,7 +118,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, experiment, namespace, run
 		return err
 	}()
 	if err != nil {
-		return nil, fmt.Errorf("read run %s/%s: %w", experiment, run, err)
+		return nil, fmt.Errorf("read run %s/%s: %w", q.experiment, q.run, err)
 	}
 	if len(pods) == 0 {
 		return nil, ErrNotFound

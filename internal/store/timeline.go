@@ -99,19 +99,18 @@ func (db *DB) Timeline(ctx context.Context, uid string) (align.Timeline, error) 
 	if exp.Name == nil || exp.Run == nil || tl.ObservedUntil == nil {
 		return tl, nil
 	}
-	arms, err := db.RunInterruptions(ctx, *exp.Name, "", *exp.Run, align.DefaultMinGap)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	arm, err := db.ArmInterruptions(ctx, *exp.Name, *exp.Run, deref(exp.Arm), align.DefaultMinGap)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return tl, nil
+	case err != nil:
 		return tl, err
 	}
 	from := firstSeen
 	if c := tl.Milestones.Created; c != nil && c.Before(from) {
 		from = *c
 	}
-	for _, a := range arms {
-		if a.Arm == deref(exp.Arm) {
-			tl.Interruptions = align.Overlapping(a.Windows, from, *tl.ObservedUntil)
-		}
-	}
+	tl.Interruptions = align.Overlapping(arm.Windows, from, *tl.ObservedUntil)
 	return tl, nil
 }
 
