@@ -38,16 +38,30 @@ func seedEnvelopes(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	for _, line := range sampleLines(f, 40) {
+		f.Add(line)
+	}
+}
+
+// sampleLines are the first max lines of the recorded sample (testdata/sample.jsonl at the
+// repository's root: collector and prober messages); all of them when max is 0.
+func sampleLines(tb testing.TB, max int) [][]byte {
+	tb.Helper()
 	sample, err := os.Open(filepath.Join("..", "..", "testdata", "sample.jsonl"))
 	if err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer sample.Close()
+	var out [][]byte
 	sc := bufio.NewScanner(sample)
 	sc.Buffer(nil, 1<<20)
-	for n := 0; n < 40 && sc.Scan(); n++ {
-		f.Add(bytes.Clone(sc.Bytes()))
+	for sc.Scan() && (max == 0 || len(out) < max) {
+		out = append(out, bytes.Clone(sc.Bytes()))
 	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // FuzzDecode: any message either decodes to an envelope within the bounds whose encoding

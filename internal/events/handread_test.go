@@ -1,11 +1,8 @@
 package events_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,20 +40,13 @@ func writersMessages(t *testing.T) (msgs [][]byte, now time.Time) {
 	for _, m := range []string{podStatusJSON, requestJSON, gpuSampleJSON, scheduledJSON, preemptedJSON, failedSchedulingJSON} {
 		msgs = append(msgs, []byte(m))
 	}
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "sample.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		env, err := events.Decode(sc.Bytes(), events.WithClock(func() time.Time { return received }))
+	for _, line := range sampleLines(t, 0) {
+		env, err := events.Decode(line, events.WithClock(func() time.Time { return received }))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if hot[env.Kind] {
-			msgs = append(msgs, bytes.Clone(sc.Bytes()))
+			msgs = append(msgs, line)
 		}
 	}
 	// A pod as the collector writes one with every field handRead reads: an affinity's " && "
