@@ -26,8 +26,9 @@ import (
 //     regard to case), a name a field of this version has that handRead does not know (a field
 //     added to a payload type and not here), or a repeated object, list or map field (which
 //     encoding/json merges);
-//   - null, an escape in a string, an integer with a fraction, an exponent or more than 18
-//     digits, a value outside the bounds (the strings, lists, integers and times of bounds.go);
+//   - null, an escape in a name, a map key or a time (string values are unescaped), an integer
+//     with a fraction, an exponent or more than 18 digits, a value outside the bounds (the
+//     strings, lists, integers and times of bounds.go);
 //   - anything that is not JSON.
 //
 // Decode then reads the message the general way (decodeOnePass, decodePayload, checkData),
