@@ -591,6 +591,8 @@ var (
 	ownerNames             = fieldNames[Owner]()
 	gpuNames               = fieldNames[GPU]()
 	placementNames         = fieldNames[Placement]()
+	podClaimNames          = fieldNames[PodClaim]()
+	claimDeviceNames       = fieldNames[ClaimDevice]()
 	scopeNames             = fieldNames[Scope]()
 	requestNames           = fieldNames[Request]()
 	gpuSampleNames         = fieldNames[GPUSample]()
@@ -697,11 +699,99 @@ func (r *handReader) podStatus() *PodStatus {
 		case "scheduling_gates":
 			r.unset(p.SchedulingGates == nil)
 			p.SchedulingGates = r.strs()
-		default: // claims among them: DRA pods are read the general way
+		case "claims":
+			r.unset(p.Claims == nil)
+			p.Claims = r.claims()
+		default:
 			r.other(name, podStatusNames)
 		}
 	})
 	return p
+}
+
+func (r *handReader) claims() []PodClaim {
+	out := []PodClaim{}
+	r.array(func() {
+		var c PodClaim
+		r.object(func(name []byte) {
+			switch string(name) {
+			case "name":
+				c.Name = r.str()
+			case "claim":
+				c.Claim = r.str()
+			case "template":
+				c.Template = r.str()
+			case "extended":
+				c.Extended = r.bool()
+			case "device_classes":
+				r.unset(c.DeviceClasses == nil)
+				c.DeviceClasses = r.strs()
+			case "selectors":
+				r.unset(c.Selectors == nil)
+				c.Selectors = r.strs()
+			case "allocated_at":
+				c.AllocatedAt = r.timePtr()
+			case "allocation_observed":
+				c.AllocationObserved = r.timePtr()
+			case "reserved_for":
+				c.ReservedFor = r.count()
+			case "sharing":
+				c.Sharing = r.str()
+			case "devices":
+				r.unset(c.Devices == nil)
+				c.Devices = r.claimDevices()
+			default:
+				r.other(name, podClaimNames)
+			}
+		})
+		out = append(out, c)
+	})
+	return out
+}
+
+func (r *handReader) claimDevices() []ClaimDevice {
+	out := []ClaimDevice{}
+	r.array(func() {
+		var d ClaimDevice
+		r.object(func(name []byte) {
+			switch string(name) {
+			case "request":
+				d.Request = r.str()
+			case "device_class":
+				d.DeviceClass = r.str()
+			case "driver":
+				d.Driver = r.str()
+			case "pool":
+				d.Pool = r.str()
+			case "device":
+				d.Device = r.str()
+			case "share_id":
+				d.ShareID = r.str()
+			case "consumed_capacity":
+				r.unset(d.ConsumedCapacity == nil)
+				d.ConsumedCapacity = r.strMap()
+			case "node":
+				d.Node = r.str()
+			case "type":
+				d.Type = r.str()
+			case "model":
+				d.Model = r.str()
+			case "uuid":
+				d.UUID = r.str()
+			case "mig_profile":
+				d.MIGProfile = r.str()
+			case "parent_uuid":
+				d.ParentUUID = r.str()
+			case "attributes":
+				r.unset(d.Attributes == nil)
+				d.Attributes = r.strMap()
+			default:
+				r.other(name, claimDeviceNames)
+			}
+		})
+		out = append(out, d)
+	})
+	return out
 }
 
 func (r *handReader) resources() *Resources {
