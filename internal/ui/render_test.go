@@ -257,8 +257,8 @@ func (l loads) String() string {
 const settled = `(() => { const c = document.getElementById('timeline'); return !c || !c.dataset.lanesUrl || !!document.documentElement.dataset.lanesLoaded; })()`
 
 // timeLoads asks the server for url once (its time logged), then loads it three times in the
-// browser, each once the one before has settled, counting the lanes, the pods table's rows and what each extra (name, expression)
-// pair counts.
+// browser, each once the one before has settled, counting the lanes, the pods table's rows and
+// what each extra (name, expression) pair counts.
 func timeLoads(t *testing.T, ctx context.Context, url, page string, extra ...string) loads {
 	t.Helper()
 	start := time.Now()
