@@ -1,7 +1,8 @@
 // Command schedlens-bench tells the scaling story of ingest: for each size of -sizes and each
 // event mix, it times, over the same eventgen rows, the whole pipeline (NATS JetStream →
-// correlator → Postgres with projections) against two baselines on the same Postgres, in the
-// same run: a raw CopyFrom into a bare table, and one INSERT per event (on a fixed sample). It
+// correlator → Postgres with projections) against baselines on the same Postgres, in the same
+// run: a raw CopyFrom into a bare table, one INSERT per event (on a fixed sample) and, measured
+// from outside, psql's \copy of the envelope lines into a bare (id, body jsonb) table. It
 // prints the rates, their ratios and the largest size's rate over the smallest's, with the
 // targets beside them; it asserts nothing. `make bench` runs it.
 package main
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -31,8 +33,9 @@ const usageText = `usage: schedlens-bench [flags]
 
 For each size of -sizes (or the one size -n) and each mix of -mix, publishes that many eventgen
 envelopes to JetStream, then times a correlator storing them into a fresh Postgres database with
-projections; times a raw CopyFrom of the same rows into a bare table and one INSERT per event
-(the first -naive-rows rows; the rate is per row, so it holds for the whole size) as baselines;
+projections; times a raw CopyFrom of the same rows into a bare table, one INSERT per event
+(the first -naive-rows rows; the rate is per row, so it holds for the whole size) and psql's
+\copy of the envelope lines into (id text primary key, body jsonb) (-psql) as baselines;
 prints the rates, their ratios and how the rate at the largest size compares with the smallest.
 Mixes: pods (many short-lived pods, an inventory every few runs, like a busy cluster) and
 requests (36 pods, many request results); both runs the two.
@@ -54,6 +57,7 @@ const (
 	targetPods1M     = 0.30 // the pod mix's end to end / raw CopyFrom at its largest size
 	defaultSizes     = "50000,200000,1000000"
 	defaultNaiveRows = 5000
+	defaultPsql      = "psql"
 )
 
 // Environment variables of the bench's own settings. The correlator's SCHEDLENS_* variables are
@@ -86,9 +90,12 @@ type options struct {
 	// cpuProfile: each timed end-to-end phase's CPU profile is written to
 	// <cpuProfile>-<mix>-<events>.pprof (go tool pprof).
 	cpuProfile string
-	log        config.Logging
-	lag        lagOptions    // -lag: lag.go
-	memory     memoryOptions // -memory: memory.go
+	// psql: the client timing issue 27's outside measure, the bare \copy (store.PsqlCopy);
+	// empty when it is not measured.
+	psql   string
+	log    config.Logging
+	lag    lagOptions    // -lag: lag.go
+	memory memoryOptions // -memory: memory.go
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -115,6 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.String(&o.natsURL, "nats-url", envNATSURL, "", "external NATS server with JetStream (default: an in-process server in a temp dir per measurement); its SCHEDLENS stream must be empty and unconsumed")
 	fs.String(&o.adminURL, "admin-database-url", envAdminURL, defaultAdminURL, "Postgres URL of a database on the server where the bench creates and drops its temporary databases")
 	fs.BoolVar(&o.json, "json", false, "also print the figures as one JSON object")
+	fs.String(&o.psql, "psql", "", defaultPsql, "psql client for the outside baseline, a bare \\copy of the envelope lines into (id text primary key, body jsonb); empty skips it, and so does the default when no psql is on PATH")
 	fs.String(&o.cpuProfile, "cpu-profile", "", "", "write the CPU profile of each timed end-to-end phase (the correlator and, without -nats-url, the in-process nats-server) to this path + -<mix>-<events>.pprof; with -lag, the correlator child's to this path + -lag-correlator.pprof and this process's over the publishing window (publisher, in-process nats-server, api, poller) to this path + -lag-bench.pprof")
 	o.log.Define(fs)
 	o.lag.define(fs)
@@ -216,6 +224,17 @@ func (o *options) check() error {
 	if err := correlator.Check(cfg); err != nil {
 		return config.Usagef("-concurrent-batches: %v", err)
 	}
+	if o.psql != "" {
+		path, err := exec.LookPath(o.psql)
+		switch {
+		case err == nil:
+			o.psql = path
+		case o.psql == defaultPsql:
+			o.psql = "" // printed as not measured
+		default:
+			return config.Usagef("-psql: %v (give the client's path, or -psql '' to skip the bare \\copy)", err)
+		}
+	}
 	if o.n > 0 {
 		o.sizes = []int{o.n}
 	} else {
@@ -258,6 +277,14 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 	if err != nil {
 		return sizeReport{}, fmt.Errorf("naive INSERT: %w", err)
 	}
+	var bare *figure
+	if o.psql != "" {
+		f, err := measurePsqlCopy(ctx, pg, o.psql, envs)
+		if err != nil {
+			return sizeReport{}, fmt.Errorf("bare psql \\copy: %w", err)
+		}
+		bare = &f
+	}
 	// The correlator runs in this process: holding a million envelopes meanwhile would make
 	// every garbage collection mark them, a cost that grows with the size and that a real
 	// correlator never pays. Only their bytes are kept, in one buffer (two objects for the GC).
@@ -277,8 +304,12 @@ func measureSize(ctx context.Context, pg *pgServer, o options, m mix, n int, log
 		return sizeReport{}, fmt.Errorf("end to end: %w", err)
 	}
 	logger.Info("measured", "mix", m.name, "events", n, "end_to_end_per_s", int(e2e.PerSecond), "copy_from_per_s", int(raw.PerSecond), "naive_per_s", int(naive.PerSecond))
-	return sizeReport{N: n, EndToEnd: e2e, CopyFrom: raw, Naive: naive,
-		VsCopyFrom: e2e.PerSecond / raw.PerSecond, VsNaive: e2e.PerSecond / naive.PerSecond}, nil
+	s := sizeReport{N: n, EndToEnd: e2e, CopyFrom: raw, Naive: naive, BareCopy: bare,
+		VsCopyFrom: e2e.PerSecond / raw.PerSecond, VsNaive: e2e.PerSecond / naive.PerSecond}
+	if bare != nil {
+		s.VsBareCopy = e2e.PerSecond / bare.PerSecond
+	}
+	return s, nil
 }
 
 // figure is one measured rate.
@@ -300,6 +331,10 @@ type sizeReport struct {
 	Naive      figure  `json:"naive_insert"` // Count rows of N timed; the rate is per row
 	VsCopyFrom float64 `json:"end_to_end_over_raw_copy_from"`
 	VsNaive    float64 `json:"end_to_end_over_naive_insert"`
+	// BareCopy is psql's \copy into (id text primary key, body jsonb), timed from outside; nil
+	// without a psql client.
+	BareCopy   *figure `json:"bare_psql_copy,omitempty"`
+	VsBareCopy float64 `json:"end_to_end_over_bare_psql_copy,omitempty"`
 }
 
 // mixReport is one mix at every size.
@@ -329,9 +364,13 @@ func (r report) print(w io.Writer) {
 		r.BatchSize, r.BatchWait, r.ConcurrentBatches, r.NaiveRows)
 	for _, m := range r.Mixes {
 		fmt.Fprintf(w, "\nmix %s (%s)\n", m.Mix, m.Shape)
-		fmt.Fprintf(w, "  %9s  %14s  %14s  %14s  %14s  %10s\n", "events", "end to end/s", "CopyFrom/s", "naive/s", "e2e/CopyFrom", "e2e/naive")
+		fmt.Fprintf(w, "  %9s  %14s  %14s  %14s  %14s  %14s  %10s  %10s\n", "events", "end to end/s", "CopyFrom/s", "naive/s", "psql \\copy/s", "e2e/CopyFrom", "e2e/naive", "e2e/\\copy")
 		for _, s := range m.Sizes {
-			fmt.Fprintf(w, "  %9d  %14.0f  %14.0f  %14.0f  %14.2f  %9.1f×\n", s.N, s.EndToEnd.PerSecond, s.CopyFrom.PerSecond, s.Naive.PerSecond, s.VsCopyFrom, s.VsNaive)
+			bare, vsBare := "not measured", "-"
+			if s.BareCopy != nil {
+				bare, vsBare = fmt.Sprintf("%.0f", s.BareCopy.PerSecond), fmt.Sprintf("%.2f", s.VsBareCopy)
+			}
+			fmt.Fprintf(w, "  %9d  %14.0f  %14.0f  %14.0f  %14s  %14.2f  %9.1f×  %10s\n", s.N, s.EndToEnd.PerSecond, s.CopyFrom.PerSecond, s.Naive.PerSecond, bare, s.VsCopyFrom, s.VsNaive, vsBare)
 		}
 		first, last := m.Sizes[0], m.Sizes[len(m.Sizes)-1]
 		fmt.Fprintf(w, "  end-to-end / raw CopyFrom: %.2f to %.2f  (target ≥ %.2f at every size)\n", minRatio(m.Sizes), maxRatio(m.Sizes), r.Targets.VsCopyFrom)

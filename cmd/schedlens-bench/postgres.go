@@ -104,6 +104,19 @@ func measureCopyFrom(ctx context.Context, pg *pgServer, envs []*events.Envelope,
 	return newFigure(len(envs), d), err
 }
 
+// measurePsqlCopy times issue 27's outside baseline, psql's \copy of the envelope lines into
+// a bare (id text primary key, body jsonb) table.
+func measurePsqlCopy(ctx context.Context, pg *pgServer, psql string, envs []*events.Envelope) (figure, error) {
+	dbURL, drop, err := pg.createDB(ctx, "psql")
+	if err != nil {
+		return figure{}, err
+	}
+	defer drop()
+	pg.checkpoint(ctx)
+	d, err := store.PsqlCopy(ctx, dbURL, psql, envs)
+	return newFigure(len(envs), d), err
+}
+
 // measureNaive times the store's one-INSERT-per-event baseline.
 func measureNaive(ctx context.Context, pg *pgServer, envs []*events.Envelope) (figure, error) {
 	dbURL, drop, err := pg.createDB(ctx, "naive")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,8 @@ import (
 // The table (-table DIR) is issue 27's table of speed figures with the goal beside each, read
 // from what `make bench` left in DIR, one file per run:
 //
-//	throughput.txt  schedlens-bench -json -cpu-profile DIR/cpu    (the scaling runs)
+//	throughput.txt  schedlens-bench -json -cpu-profile DIR/cpu    (the scaling runs, with
+//	                                                             the bare psql \copy)
 //	cpu-pods-*.pprof                                             (their timed phases' CPU)
 //	reads.txt       schedlens-bench -reads -json
 //	lag.txt         schedlens-bench -lag -lag-rate 20000 -json
@@ -108,6 +110,28 @@ func ingestRows(dir string) []tableRow {
 	}
 	if len(out) == 0 {
 		return []tableRow{notMeasured("pod mix end to end ÷ raw CopyFrom", goal, fmt.Errorf("no pods mix in throughput.txt"))}
+	}
+	return append(out, bareCopyRows(r)...)
+}
+
+// bareCopyRows are the issue's outside measure: the pod mix end to end over psql's \copy of
+// the same envelope lines into a bare (id text primary key, body jsonb) table.
+func bareCopyRows(r report) []tableRow {
+	const goal = "≥ 0.5"
+	var out []tableRow
+	for _, m := range r.Mixes {
+		if m.Mix != "pods" {
+			continue
+		}
+		for _, s := range m.Sizes {
+			what := fmt.Sprintf("pod mix end to end ÷ bare psql \\copy, %s events", humanCount(s.N))
+			if s.BareCopy == nil {
+				out = append(out, notMeasured(what, goal, errors.New("no psql client in that run")))
+				continue
+			}
+			out = append(out, tableRow{what, fmt.Sprintf("%.2f (%.0f vs %.0f events/s)", s.VsBareCopy, s.EndToEnd.PerSecond, s.BareCopy.PerSecond),
+				goal, met(s.VsBareCopy >= 0.5)})
+		}
 	}
 	return out
 }

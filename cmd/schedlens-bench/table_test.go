@@ -32,8 +32,10 @@ func TestTable(t *testing.T) {
 	}
 	var r report
 	r.Mixes = []mixReport{{Mix: "requests", Sizes: []sizeReport{{N: 50000, VsCopyFrom: 0.9}}},
-		{Mix: "pods", Sizes: []sizeReport{{N: 50000, VsCopyFrom: 0.45, EndToEnd: figure{PerSecond: 45000}, CopyFrom: figure{PerSecond: 100000}},
-			{N: 1000000, VsCopyFrom: 0.71, EndToEnd: figure{PerSecond: 71000}, CopyFrom: figure{PerSecond: 100000}}}}}
+		{Mix: "pods", Sizes: []sizeReport{
+			{N: 50000, VsCopyFrom: 0.45, EndToEnd: figure{PerSecond: 45000}, CopyFrom: figure{PerSecond: 100000}, BareCopy: &figure{PerSecond: 102273}, VsBareCopy: 0.44},
+			{N: 200000, VsCopyFrom: 0.6, EndToEnd: figure{PerSecond: 60000}, CopyFrom: figure{PerSecond: 100000}},
+			{N: 1000000, VsCopyFrom: 0.71, EndToEnd: figure{PerSecond: 71000}, CopyFrom: figure{PerSecond: 100000}, BareCopy: &figure{PerSecond: 129091}, VsBareCopy: 0.55}}}}
 	write("throughput.txt", "schedlens-bench: sizes …", r)
 	write("reads.txt", "schedlens-bench -reads …", readReport{Figures: []readFigure{{Endpoint: "comparison", P95MS: 30}, {Endpoint: readFresh, N: 30, P50MS: 90, P95MS: 140}}})
 	var l lagReport
@@ -79,6 +81,9 @@ func TestTable(t *testing.T) {
 	for _, want := range []string{
 		"pod mix end to end ÷ raw CopyFrom, 50 k events  ", "0.45 (45000 vs 100000 events/s)", "≥ 0.7",
 		"pod mix end to end ÷ raw CopyFrom, 1 M events", "0.71 (71000 vs 100000 events/s)",
+		"pod mix end to end ÷ bare psql \\copy, 50 k events", "0.44 (45000 vs 102273 events/s)", "≥ 0.5",
+		"pod mix end to end ÷ bare psql \\copy, 1 M events", "0.55 (71000 vs 129091 events/s)",
+		"pod mix end to end ÷ bare psql \\copy, 200 k events  ", "(no psql client in that run)",
 		"correlator timed phase's CPU in events.Decode, pod mix 200 k", "≤ 20 %",
 		"first comparison on a fresh api replica (300 runs)", "p50 90 / p95 140 ms (n 30)", "p95 < 200 ms",
 		"lag, collector publish → stored at 20 k/s offered", "p99 310 ms (19950/s acked, kept up)", "p99 < 250 ms at 20 k/s",

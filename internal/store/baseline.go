@@ -1,10 +1,14 @@
 package store
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -85,6 +89,50 @@ func NaiveInsert(ctx context.Context, dbURL string, envs []*events.Envelope) (ti
 	}
 	return time.Since(start), nil
 }
+
+// BareCopyTable is the table PsqlCopy fills: what anyone would try first to keep envelopes,
+// issue 27's outside measure of the pipeline.
+const BareCopyTable = `CREATE TABLE bare_copy (id text PRIMARY KEY, body jsonb)`
+
+// PsqlCopy times `psql \copy` of envs' envelopes, one line each (id, then the envelope as it
+// arrived), into BareCopyTable in the empty database dbURL, measured from outside: the lines
+// are written to a temporary file first, and the time is the psql process's, from its start to
+// its exit (one connection, one COPY, one transaction). psql is the client's path or name.
+func PsqlCopy(ctx context.Context, dbURL, psql string, envs []*events.Envelope) (time.Duration, error) {
+	conn, err := baselineTable(ctx, dbURL, func() (string, error) { return BareCopyTable, nil })
+	if err != nil {
+		return 0, err
+	}
+	conn.Close(context.Background())
+	f, err := os.CreateTemp("", "schedlens-bare-copy-*.tsv")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	w := bufio.NewWriterSize(f, 1<<20)
+	for _, env := range envs {
+		w.WriteString(copyText.Replace(env.ID))
+		w.WriteByte('\t')
+		w.WriteString(copyText.Replace(string(env.Raw)))
+		w.WriteByte('\n')
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		return 0, fmt.Errorf("write the lines: %w", err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dbURL,
+		"-c", `\copy bare_copy (id, body) FROM '`+strings.ReplaceAll(f.Name(), "'", "''")+`'`)
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s \\copy: %w: %s", psql, err, strings.TrimSpace(stderr.String()))
+	}
+	return time.Since(start), nil
+}
+
+// copyText escapes a field of COPY's text format: backslash, tab, newline and carriage
+// return written as backslash sequences.
+var copyText = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
 
 func baselineTable(ctx context.Context, dbURL string, table func() (string, error)) (*pgx.Conn, error) {
 	ddl, err := table()

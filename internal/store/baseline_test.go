@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -45,5 +47,48 @@ func TestBaselinesUseTheEventsTable(t *testing.T) {
 	}
 	if got := count(keyed); got != len(envs) {
 		t.Errorf("naive insert stored %d rows, want %d (one per id)", got, len(envs))
+	}
+}
+
+// The outside measure: psql \copy of the envelope lines, each stored as it arrived, escapes and
+// all (COPY's text format reads a backslash as the start of one: an unescaped line would lose
+// its backslashes, or fail).
+func TestPsqlCopyStoresEveryEnvelopeAsItArrived(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatalf("the psql client is part of this machine's Postgres: %v", err)
+	}
+	envs := eventgen.Generate(eventgen.Default())[:300]
+	odd := *envs[0]
+	odd.ID = `odd\id`
+	odd.Raw = []byte(`{"id":"odd\\id","note":"a\tb\\c\r\nd \"q\" \u0026 é"}`)
+	envs = append(envs, &odd)
+	url := pgtest.EmptyURL(t)
+	if _, err := store.PsqlCopy(ctx, url, psql, envs); err != nil {
+		t.Fatalf("psql copy: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	ids, raws := make([]string, len(envs)), make([]string, len(envs))
+	for i, env := range envs {
+		ids[i], raws[i] = env.ID, string(env.Raw)
+	}
+	var rows, same int
+	err = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM bare_copy),
+		(SELECT count(*) FROM bare_copy b JOIN unnest($1::text[], $2::text[]) AS e(id, raw) ON e.id = b.id AND b.body = e.raw::jsonb)`,
+		ids, raws).Scan(&rows, &same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(envs) || same != len(envs) {
+		t.Errorf("bare_copy holds %d rows, %d of them the envelope as sent under its id; want %d and %d", rows, same, len(envs), len(envs))
+	}
+	if _, err := store.PsqlCopy(ctx, pgtest.EmptyURL(t), filepath.Join(t.TempDir(), "no-psql"), envs); err == nil {
+		t.Error("PsqlCopy with a psql that does not exist: no error")
 	}
 }
