@@ -277,8 +277,10 @@ func (db *DB) project(ctx context.Context, tx pgx.Tx, envs []*events.Envelope, c
 	queueWorkloads(b, envs)
 	if len(podRows) > 0 {
 		// Staging empties at commit; a second projection in the same transaction (results
-		// attributed by IP, the next rebuild chunk) needs it empty now.
-		b.Queue(`TRUNCATE stage_pods`)
+		// attributed by IP, the next rebuild chunk) needs it empty now. DELETE, not TRUNCATE:
+		// truncating a table made in an earlier transaction gives it new files (a catalog
+		// update, files created now and unlinked at commit), for the few rows of a batch.
+		b.Queue(`DELETE FROM stage_pods`)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("merge projections: %w", err)
