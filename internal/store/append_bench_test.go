@@ -83,3 +83,76 @@ func BenchmarkRequestIndex(b *testing.B) {
 	b.ReportMetric(rate(took[1]), "events/s-without")
 	b.ReportMetric(100*(1-rate(took[0])/rate(took[1])), "cost-%")
 }
+
+// BenchmarkAppendBesideAWeek is what a week of stored history costs a batch: the same pod-mix
+// envelopes appended to a fresh database and to one holding a week of partitions before them
+// (7 days of raw events, 168 hourly partitions of samples: what the default 7-day retention
+// keeps), the two in turn each iteration, with ids of the iteration's own. It reports both
+// rates and their ratio, week ÷ fresh: a statement that cost every partition per batch would
+// show here and not in a fresh database's figures.
+func BenchmarkAppendBesideAWeek(b *testing.B) {
+	ctx := context.Background()
+	fresh, week := pgtest.DB(b), pgtest.DB(b)
+	cfg := eventgen.Default()
+	cfg.Runs = 40
+	first := eventgen.Generate(cfg)
+	var sample *events.Envelope
+	for _, env := range first {
+		if env.Kind == events.KindRequest && env.Pod != nil {
+			sample = env
+			break
+		}
+	}
+	if sample == nil {
+		b.Fatal("eventgen made no request result")
+	}
+	start := first[0].OccurredAt.UTC().Truncate(time.Hour)
+	for h := 1; h <= 7*24; h++ {
+		env := *sample
+		env.ID = fmt.Sprintf("week/%d", h)
+		env.OccurredAt = start.Add(-time.Duration(h) * time.Hour)
+		env.ObservedAt = env.OccurredAt
+		raw, err := events.Encode(&env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.Raw = raw
+		if _, err := week.Append(ctx, []*events.Envelope{&env}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	conn, err := week.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var parts int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent IN ('events_raw'::regclass, 'events_samples'::regclass)`).Scan(&parts)
+	conn.Release()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("partitions of events beside a week: %d", parts)
+	var took [2]time.Duration
+	appended := 0
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		cfg.IDPrefix = fmt.Sprintf("iteration-%d/", i)
+		envs := eventgen.Generate(cfg)
+		b.StartTimer()
+		for k := range 2 {
+			db := []*store.DB{fresh, week}[(i+k)%2]
+			t0 := time.Now()
+			for j := 0; j < len(envs); j += 500 {
+				if _, err := db.Append(ctx, envs[j:min(j+500, len(envs))], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took[(i+k)%2] += time.Since(t0)
+		}
+		appended += len(envs)
+	}
+	rate := func(d time.Duration) float64 { return float64(appended) / d.Seconds() }
+	b.ReportMetric(rate(took[0]), "events/s-fresh")
+	b.ReportMetric(rate(took[1]), "events/s-week")
+	b.ReportMetric(rate(took[1])/rate(took[0]), "week/fresh")
+}
