@@ -94,39 +94,36 @@ func (pg *pgServer) dropAll() {
 
 // measureCopyFrom times the store's raw CopyFrom baseline: the ceiling for the correlator.
 func measureCopyFrom(ctx context.Context, pg *pgServer, envs []*events.Envelope, chunk int) (figure, error) {
-	dbURL, drop, err := pg.createDB(ctx, "copy")
-	if err != nil {
-		return figure{}, err
-	}
-	defer drop()
-	pg.checkpoint(ctx)
-	d, err := store.RawCopy(ctx, dbURL, envs, chunk)
-	return newFigure(len(envs), d), err
+	return pg.baseline(ctx, "copy", len(envs), func(dbURL string) (time.Duration, error) {
+		return store.RawCopy(ctx, dbURL, envs, chunk)
+	})
 }
 
 // measurePsqlCopy times issue 27's outside baseline, psql's \copy of the envelope lines into
 // a bare (id text primary key, body jsonb) table.
 func measurePsqlCopy(ctx context.Context, pg *pgServer, psql string, envs []*events.Envelope) (figure, error) {
-	dbURL, drop, err := pg.createDB(ctx, "psql")
-	if err != nil {
-		return figure{}, err
-	}
-	defer drop()
-	pg.checkpoint(ctx)
-	d, err := store.PsqlCopy(ctx, dbURL, psql, envs)
-	return newFigure(len(envs), d), err
+	return pg.baseline(ctx, "psql", len(envs), func(dbURL string) (time.Duration, error) {
+		return store.PsqlCopy(ctx, dbURL, psql, envs)
+	})
 }
 
 // measureNaive times the store's one-INSERT-per-event baseline.
 func measureNaive(ctx context.Context, pg *pgServer, envs []*events.Envelope) (figure, error) {
-	dbURL, drop, err := pg.createDB(ctx, "naive")
+	return pg.baseline(ctx, "naive", len(envs), func(dbURL string) (time.Duration, error) {
+		return store.NaiveInsert(ctx, dbURL, envs)
+	})
+}
+
+// baseline times one baseline storing n events into a database of its own, after a checkpoint.
+func (pg *pgServer) baseline(ctx context.Context, role string, n int, timed func(dbURL string) (time.Duration, error)) (figure, error) {
+	dbURL, drop, err := pg.createDB(ctx, role)
 	if err != nil {
 		return figure{}, err
 	}
 	defer drop()
 	pg.checkpoint(ctx)
-	d, err := store.NaiveInsert(ctx, dbURL, envs)
-	return newFigure(len(envs), d), err
+	d, err := timed(dbURL)
+	return newFigure(n, d), err
 }
 
 func randomHex(n int) string {
