@@ -67,10 +67,10 @@ func BenchmarkRequestIndex(b *testing.B) {
 
 // BenchmarkAppendBesideAWeek is what a week of stored history costs a batch: the same pod-mix
 // envelopes appended to a fresh database and to one holding a week of partitions before them
-// (7 days of raw events, 168 hourly partitions of samples: what the default 7-day retention
-// keeps), the two in turn each iteration, with ids of the iteration's own. It reports both
-// rates and their ratio, week ÷ fresh: a statement that cost every partition per batch would
-// show here and not in a fresh database's figures.
+// (168 hourly partitions of request results: a week of history when raw samples are kept as
+// long as events, the binaries' default), the two in turn each iteration, with ids of the
+// iteration's own. It reports both rates and their ratio, week ÷ fresh: a statement that cost
+// every partition per batch would show here and not in a fresh database's figures.
 func BenchmarkAppendBesideAWeek(b *testing.B) {
 	ctx := context.Background()
 	fresh, week := pgtest.DB(b), pgtest.DB(b)
