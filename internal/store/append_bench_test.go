@@ -9,6 +9,7 @@ import (
 	"github.com/schedlens/schedlens/internal/eventgen"
 	"github.com/schedlens/schedlens/internal/events"
 	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/scope"
 	"github.com/schedlens/schedlens/internal/store"
 )
 
@@ -72,47 +73,10 @@ func BenchmarkRequestIndex(b *testing.B) {
 // iteration's own. It reports both rates and their ratio, week ÷ fresh: a statement that cost
 // every partition per batch would show here and not in a fresh database's figures.
 func BenchmarkAppendBesideAWeek(b *testing.B) {
-	ctx := context.Background()
 	fresh, week := pgtest.DB(b), pgtest.DB(b)
 	cfg := eventgen.Default()
 	cfg.Runs = 40
-	first := eventgen.Generate(cfg)
-	var sample *events.Envelope
-	for _, env := range first {
-		if env.Kind == events.KindRequest && env.Pod != nil {
-			sample = env
-			break
-		}
-	}
-	if sample == nil {
-		b.Fatal("eventgen made no request result")
-	}
-	start := first[0].OccurredAt.UTC().Truncate(time.Hour)
-	for h := 1; h <= 7*24; h++ {
-		env := *sample
-		env.ID = fmt.Sprintf("week/%d", h)
-		env.OccurredAt = start.Add(-time.Duration(h) * time.Hour)
-		env.ObservedAt = env.OccurredAt
-		raw, err := events.Encode(&env)
-		if err != nil {
-			b.Fatal(err)
-		}
-		env.Raw = raw
-		if _, err := week.Append(ctx, []*events.Envelope{&env}, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	conn, err := week.Acquire(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var parts int
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent IN ('events_raw'::regclass, 'events_samples'::regclass)`).Scan(&parts)
-	conn.Release()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("partitions of events beside a week: %d", parts)
+	weekBefore(b, week, eventgen.Generate(cfg))
 	rate := appendInTurn(b, [2]*store.DB{fresh, week}, cfg, 500)
 	b.ReportMetric(rate[0], "events/s-fresh")
 	b.ReportMetric(rate[1], "events/s-week")
@@ -144,4 +108,83 @@ func appendInTurn(b *testing.B, dbs [2]*store.DB, cfg eventgen.Config, batch int
 		appended += len(envs)
 	}
 	return [2]float64{float64(appended) / took[0].Seconds(), float64(appended) / took[1].Seconds()}
+}
+
+// weekBefore stores, one a hour, a request result in each of the 168 hours before envs start:
+// a week of hourly partitions of samples (what a week of history holds when raw samples are
+// kept as long as events, the binaries' default).
+func weekBefore(b *testing.B, db *store.DB, envs []*events.Envelope) {
+	ctx := context.Background()
+	var sample *events.Envelope
+	for _, env := range envs {
+		if env.Kind == events.KindRequest && env.Pod != nil {
+			sample = env
+			break
+		}
+	}
+	if sample == nil {
+		b.Fatal("no request result to copy")
+	}
+	start := envs[0].OccurredAt.UTC().Truncate(time.Hour)
+	for h := 1; h <= 7*24; h++ {
+		env := *sample
+		env.ID = fmt.Sprintf("week/%d", h)
+		env.OccurredAt = start.Add(-time.Duration(h) * time.Hour)
+		env.ObservedAt = env.OccurredAt
+		raw, err := events.Encode(&env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.Raw = raw
+		if _, err := db.Append(ctx, []*events.Envelope{&env}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	var parts int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits WHERE inhparent IN ('events_raw'::regclass, 'events_samples'::regclass)`).Scan(&parts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("partitions of events beside a week: %d", parts)
+}
+
+// BenchmarkRunDetailBesideAWeek is what a week of stored history costs the run page's read: one
+// run of the default experiment (and the two others) in a fresh database and in one holding a
+// week of sample partitions before it, read in turn. It reports the milliseconds of a read in
+// each and their ratio, week ÷ fresh.
+func BenchmarkRunDetailBesideAWeek(b *testing.B) {
+	ctx := context.Background()
+	fresh, week := pgtest.DB(b), pgtest.DB(b)
+	cfg := eventgen.Default()
+	cfg.PodsPerArm = 25
+	envs := eventgen.Generate(cfg)
+	weekBefore(b, week, envs)
+	for _, db := range []*store.DB{fresh, week} {
+		for j := 0; j < len(envs); j += 1000 {
+			if _, err := db.Append(ctx, envs[j:min(j+1000, len(envs))], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var took [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range 2 {
+			db := []*store.DB{fresh, week}[(i+k)%2]
+			start := time.Now()
+			if _, err := db.RunDetail(ctx, cfg.Experiment, cfg.Namespace, "2", scope.All); err != nil {
+				b.Fatal(err)
+			}
+			took[(i+k)%2] += time.Since(start)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(took[0]), "ms/read-fresh")
+	b.ReportMetric(ms(took[1]), "ms/read-week")
+	b.ReportMetric(ms(took[1])/ms(took[0]), "week/fresh")
 }

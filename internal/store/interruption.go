@@ -104,10 +104,19 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, q runArms, minGap time.Dur
 		if err != nil {
 			return err
 		}
+		// The pods' requests lie within their first and last sightings (podSeries): as
+		// bounds, that span keeps the read to the hours of samples it covers.
+		var from, to *time.Time
+		if err := tx.QueryRow(ctx, `SELECT min(p.first_seen), max(p.last_seen) FROM pods p WHERE `+runArmsWhere, q.args()...).Scan(&from, &to); err != nil {
+			return err
+		}
+		if from == nil {
+			return nil
+		}
 		rows, err = tx.Query(ctx, `
 			SELECT COALESCE(p.exp_arm, ''), e.occurred_at
 			FROM pods p JOIN events e ON e.pod_uid = p.uid AND e.kind = 'request'
-			WHERE `+runArmsWhere+` AND `+succeeded, q.args()...)
+			WHERE `+runArmsWhere+` AND e.occurred_at BETWEEN $5 AND $6 AND `+succeeded, append(q.args(), *from, *to)...)
 		if err != nil {
 			return err
 		}

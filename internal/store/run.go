@@ -168,15 +168,25 @@ func span(pods []align.Summary) (from, to time.Time) {
 // podSeries reads the FailedScheduling occurrences and GPU samples of pods into d, and what
 // detection reads of their snapshots into facts: one pass over their events.
 func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail, facts *podFacts) error {
+	// Every event of a pod widens its first and last sighting (align.FactsOf), so the pods'
+	// events lie within that span: given as bounds, it lets Postgres plan and scan only the
+	// partitions it covers, not every hour of samples ever kept.
+	var from, to *time.Time
+	if err := db.pool.QueryRow(ctx, `SELECT min(first_seen), max(last_seen) FROM pods WHERE uid = ANY($1)`, uids).Scan(&from, &to); err != nil {
+		return err
+	}
+	if from == nil {
+		return nil
+	}
 	rows, err := db.pool.Query(ctx, `
 		SELECT e.pod_uid, e.kind, e.occurred_at, d->>'note',
 		       (d->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8, `+snapshotColumns+`
 		FROM events e `+eventData+`
-		WHERE e.pod_uid = ANY($1) AND (
+		WHERE e.pod_uid = ANY($1) AND e.occurred_at BETWEEN $2 AND $3 AND (
 		      (e.kind = 'k8s_event' AND d->>'reason' = 'FailedScheduling')
 		   OR (e.kind = 'gpu_sample' AND d->'metrics' ? 'DCGM_FI_DEV_GPU_UTIL')
 		   OR e.kind = 'pod_status')
-		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids)
+		ORDER BY e.occurred_at, e.id COLLATE "C"`, uids, *from, *to)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/schedlens/schedlens/internal/eventgen"
+	"github.com/schedlens/schedlens/internal/events"
+	"github.com/schedlens/schedlens/internal/pgtest"
+	"github.com/schedlens/schedlens/internal/scope"
+)
+
+// RunDetail reads its pods' events within their first and last sightings (so that Postgres
+// skips the hours of samples outside them): an event that is a pod's first or last must still
+// be read, and every scheduling failure and GPU sample of the run's pods with it.
+func TestRunDetailReadsItsPodsEventsToTheEdges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.DB(t)
+	cfg := eventgen.Default()
+	envs := eventgen.Generate(cfg)
+	// One pod of run 2, the first and last time of anything stored, and an event of each kind
+	// to copy: the pod's own first and last events become the edges of the run's span.
+	var pod *events.PodRef
+	var failure, sample *events.Envelope
+	var first, last time.Time
+	for _, env := range envs {
+		switch p := env.Payload.(type) {
+		case *events.K8sEvent:
+			if p.Reason == "FailedScheduling" && failure == nil {
+				failure = env
+			}
+		case *events.GPUSample:
+			if _, ok := p.Metrics["DCGM_FI_DEV_GPU_UTIL"]; ok && sample == nil {
+				sample = env
+			}
+		case *events.PodStatus:
+			if pod == nil && p.Labels[events.LabelRun] == "2" {
+				pod = env.Pod
+			}
+		}
+		// The edges of everything stored: the read's bounds are its pods' span as a whole.
+		if first.IsZero() || env.OccurredAt.Before(first) {
+			first = env.OccurredAt
+		}
+		last = maxTime(last, env.OccurredAt)
+	}
+	if pod == nil || failure == nil || sample == nil {
+		t.Fatal("eventgen made no run-2 pod, FailedScheduling or GPU utilisation sample")
+	}
+	edge := func(from *events.Envelope, id string, at time.Time) *events.Envelope {
+		env := *from
+		env.ID, env.Pod, env.OccurredAt, env.ObservedAt = id, pod, at, at
+		raw, err := events.Encode(&env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Raw = raw
+		return &env
+	}
+	before, after := first.Add(-time.Second), last.Add(time.Second)
+	envs = append(envs, edge(failure, "edge/first", before), edge(sample, "edge/last", after))
+	if _, err := db.Append(ctx, envs, nil); err != nil {
+		t.Fatal(err)
+	}
+	d, err := db.RunDetail(ctx, cfg.Experiment, cfg.Namespace, "2", scope.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, gpu := d.FailedScheduling[pod.UID], d.GPU[pod.UID]
+	if len(fs) == 0 || !fs[0].At.Equal(before) {
+		t.Errorf("pod %s's scheduling failures %v: want its first event, at %s, first", pod.Name, fs, before)
+	}
+	if len(gpu) == 0 || !gpu[len(gpu)-1].At.Equal(after) {
+		t.Errorf("pod %s's GPU samples end %v: want its last event, at %s, last", pod.Name, gpu, after)
+	}
+	// Every failure and sample of the run's pods and the victims beside them, counted from
+	// what was stored.
+	in := map[string]bool{}
+	for _, p := range append(d.Pods, d.Outside...) {
+		in[p.Pod.UID] = true
+	}
+	var wantFS, wantGPU, gotFS, gotGPU int
+	for _, env := range envs {
+		if !in[env.PodUID()] {
+			continue
+		}
+		switch p := env.Payload.(type) {
+		case *events.K8sEvent:
+			if p.Reason == "FailedScheduling" {
+				wantFS++
+			}
+		case *events.GPUSample:
+			if _, ok := p.Metrics["DCGM_FI_DEV_GPU_UTIL"]; ok {
+				wantGPU++
+			}
+		}
+	}
+	for _, f := range d.FailedScheduling {
+		gotFS += len(f)
+	}
+	for _, g := range d.GPU {
+		gotGPU += len(g)
+	}
+	if gotFS != wantFS || gotGPU != wantGPU {
+		t.Errorf("run 2 read %d scheduling failures and %d GPU samples; its pods have %d and %d", gotFS, gotGPU, wantFS, wantGPU)
+	}
+	t.Logf("%d pods, %d failures, %d GPU samples", len(in), gotFS, gotGPU)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
