@@ -104,7 +104,7 @@ func runInterruptions(ctx context.Context, tx pgx.Tx, q runArms, minGap time.Dur
 		if err != nil {
 			return err
 		}
-		// The pods' requests lie within their first and last sightings (podSeries): as
+		// The pods' requests lie within their first and last sightings (seenSpan): as
 		// bounds, that span keeps the read to the hours of samples it covers.
 		var from, to *time.Time
 		if err := tx.QueryRow(ctx, `SELECT min(p.first_seen), max(p.last_seen) FROM pods p WHERE `+runArmsWhere, q.args()...).Scan(&from, &to); err != nil {

@@ -168,15 +168,9 @@ func span(pods []align.Summary) (from, to time.Time) {
 // podSeries reads the FailedScheduling occurrences and GPU samples of pods into d, and what
 // detection reads of their snapshots into facts: one pass over their events.
 func (db *DB) podSeries(ctx context.Context, uids []string, d *report.RunDetail, facts *podFacts) error {
-	// Every event of a pod widens its first and last sighting (align.FactsOf), so the pods'
-	// events lie within that span: given as bounds, it lets Postgres plan and scan only the
-	// partitions it covers, not every hour of samples ever kept.
-	var from, to *time.Time
-	if err := db.pool.QueryRow(ctx, `SELECT min(first_seen), max(last_seen) FROM pods WHERE uid = ANY($1)`, uids).Scan(&from, &to); err != nil {
+	from, to, err := db.seenSpan(ctx, uids)
+	if err != nil || from == nil {
 		return err
-	}
-	if from == nil {
-		return nil
 	}
 	rows, err := db.pool.Query(ctx, `
 		SELECT e.pod_uid, e.kind, e.occurred_at, d->>'note',
@@ -267,8 +261,25 @@ func (db *DB) nodeChanges(ctx context.Context, from, to time.Time) ([]report.Nod
 	return out, nil
 }
 
+// seenSpan is the span from the first to the last sighting of the pods uids, nil when none is
+// stored. Every event of a pod widens its span (align.FactsOf), so it holds all their events:
+// given to a read of them as bounds, it lets Postgres plan and scan only the partitions it
+// covers, not every hour of samples kept (the binaries keep raw samples for ever by default).
+func (db *DB) seenSpan(ctx context.Context, uids []string) (from, to *time.Time, err error) {
+	err = db.pool.QueryRow(ctx, `SELECT min(first_seen), max(last_seen) FROM pods WHERE uid = ANY($1)`, uids).Scan(&from, &to)
+	return from, to, err
+}
+
 // report.PodSeries reads the requests a pod served and its GPU samples.
 func (db *DB) PodSeries(ctx context.Context, uid string) (report.PodSeries, error) {
+	s := report.PodSeries{Requests: []report.Request{}, GPU: []report.GPUPoint{}}
+	from, to, err := db.seenSpan(ctx, []string{uid})
+	if err != nil {
+		return report.PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
+	}
+	if from == nil {
+		return s, nil
+	}
 	rows, err := db.pool.Query(ctx, `
 		SELECT kind, occurred_at,
 		       COALESCE((envelope->'data'->>'ok')::boolean, false),
@@ -276,12 +287,11 @@ func (db *DB) PodSeries(ctx context.Context, uid string) (report.PodSeries, erro
 		       COALESCE((envelope->'data'->>'latency_ms')::float8, 0),
 		       COALESCE(envelope->'data'->>'error', ''),
 		       (envelope->'data'->'metrics'->>'DCGM_FI_DEV_GPU_UTIL')::float8
-		FROM events WHERE pod_uid = $1 AND kind IN ('request', 'gpu_sample')
-		ORDER BY occurred_at, id COLLATE "C"`, uid)
+		FROM events WHERE pod_uid = $1 AND kind IN ('request', 'gpu_sample') AND occurred_at BETWEEN $2 AND $3
+		ORDER BY occurred_at, id COLLATE "C"`, uid, *from, *to)
 	if err != nil {
 		return report.PodSeries{}, fmt.Errorf("read pod %s series: %w", uid, err)
 	}
-	s := report.PodSeries{Requests: []report.Request{}, GPU: []report.GPUPoint{}}
 	var (
 		kind string
 		r    report.Request

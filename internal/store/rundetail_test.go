@@ -11,9 +11,9 @@ import (
 	"github.com/schedlens/schedlens/internal/scope"
 )
 
-// RunDetail reads its pods' events within their first and last sightings (so that Postgres
-// skips the hours of samples outside them): an event that is a pod's first or last must still
-// be read, and every scheduling failure and GPU sample of the run's pods with it.
+// RunDetail and PodSeries read their pods' events within the pods' first and last sightings
+// (so that Postgres skips the hours of samples outside them): an event that is the first or
+// the last must still be read, and every scheduling failure, GPU sample and request with it.
 func TestRunDetailReadsItsPodsEventsToTheEdges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -107,6 +107,32 @@ func TestRunDetailReadsItsPodsEventsToTheEdges(t *testing.T) {
 		t.Errorf("run 2 read %d scheduling failures and %d GPU samples; its pods have %d and %d", gotFS, gotGPU, wantFS, wantGPU)
 	}
 	t.Logf("%d pods, %d failures, %d GPU samples", len(in), gotFS, gotGPU)
+
+	// The pod page's series, read within the pod's own span the same way.
+	series, err := db.PodSeries(ctx, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests, samples int
+	for _, env := range envs {
+		if env.PodUID() != pod.UID {
+			continue
+		}
+		switch p := env.Payload.(type) {
+		case *events.Request:
+			requests++
+		case *events.GPUSample:
+			if _, ok := p.Metrics["DCGM_FI_DEV_GPU_UTIL"]; ok {
+				samples++
+			}
+		}
+	}
+	if n := len(series.GPU); n != samples || !series.GPU[n-1].At.Equal(after) {
+		t.Errorf("pod %s's series: %d GPU samples, the last at %v; want %d, the last at %s", pod.Name, n, series.GPU[max(n-1, 0)].At, samples, after)
+	}
+	if len(series.Requests) != requests {
+		t.Errorf("pod %s's series: %d requests, want %d", pod.Name, len(series.Requests), requests)
+	}
 }
 
 func maxTime(a, b time.Time) time.Time {
