@@ -127,16 +127,8 @@ func weekBefore(b *testing.B, db *store.DB, envs []*events.Envelope) {
 	}
 	start := envs[0].OccurredAt.UTC().Truncate(time.Hour)
 	for h := 1; h <= 7*24; h++ {
-		env := *sample
-		env.ID = fmt.Sprintf("week/%d", h)
-		env.OccurredAt = start.Add(-time.Duration(h) * time.Hour)
-		env.ObservedAt = env.OccurredAt
-		raw, err := events.Encode(&env)
-		if err != nil {
-			b.Fatal(err)
-		}
-		env.Raw = raw
-		if _, err := db.Append(ctx, []*events.Envelope{&env}, nil); err != nil {
+		env := copyAt(b, sample, fmt.Sprintf("week/%d", h), sample.Pod, start.Add(-time.Duration(h)*time.Hour))
+		if _, err := db.Append(ctx, []*events.Envelope{env}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

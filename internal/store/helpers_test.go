@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -22,6 +23,20 @@ func withDefaultExperiment(t *testing.T, size int) (*store.DB, []*events.Envelop
 	envs := eventgen.Generate(eventgen.Default())
 	ingestInBatches(t, db, envs, size)
 	return db, envs
+}
+
+// copyAt is a copy of env under id, about pod, that occurred (and was observed) at at, with its
+// raw bytes encoded again to match.
+func copyAt(tb testing.TB, env *events.Envelope, id string, pod *events.PodRef, at time.Time) *events.Envelope {
+	tb.Helper()
+	c := *env
+	c.ID, c.Pod, c.OccurredAt, c.ObservedAt = id, pod, at, at
+	raw, err := events.Encode(&c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.Raw = raw
+	return &c
 }
 
 // shuffle puts envs in the order the generator seeded with (seed1, seed2) gives, in place.

@@ -44,23 +44,15 @@ func TestRunDetailReadsItsPodsEventsToTheEdges(t *testing.T) {
 		if first.IsZero() || env.OccurredAt.Before(first) {
 			first = env.OccurredAt
 		}
-		last = maxTime(last, env.OccurredAt)
+		if env.OccurredAt.After(last) {
+			last = env.OccurredAt
+		}
 	}
 	if pod == nil || failure == nil || sample == nil {
 		t.Fatal("eventgen made no run-2 pod, FailedScheduling or GPU utilisation sample")
 	}
-	edge := func(from *events.Envelope, id string, at time.Time) *events.Envelope {
-		env := *from
-		env.ID, env.Pod, env.OccurredAt, env.ObservedAt = id, pod, at, at
-		raw, err := events.Encode(&env)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.Raw = raw
-		return &env
-	}
 	before, after := first.Add(-time.Second), last.Add(time.Second)
-	envs = append(envs, edge(failure, "edge/first", before), edge(sample, "edge/last", after))
+	envs = append(envs, copyAt(t, failure, "edge/first", pod, before), copyAt(t, sample, "edge/last", pod, after))
 	if _, err := db.Append(ctx, envs, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +125,4 @@ func TestRunDetailReadsItsPodsEventsToTheEdges(t *testing.T) {
 	if len(series.Requests) != requests {
 		t.Errorf("pod %s's series: %d requests, want %d", pod.Name, len(series.Requests), requests)
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
